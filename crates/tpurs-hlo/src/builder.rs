@@ -1,0 +1,224 @@
+//! The program builder: SSA values, op emission in MLIR's generic syntax, regions.
+
+use std::fmt::Write;
+
+use crate::types::{DType, Literal, TensorType};
+
+/// An SSA value of the program being built, with its tensor type.
+#[derive(Clone, Debug)]
+pub struct Value {
+    pub(crate) name: String,
+    /// The value's type.
+    pub ty: TensorType,
+}
+
+impl Value {
+    /// Element type of the value.
+    pub fn dtype(&self) -> DType {
+        self.ty.dtype
+    }
+
+    /// Shape of the value.
+    pub fn shape(&self) -> &[i64] {
+        &self.ty.shape
+    }
+
+    /// Rank of the value.
+    pub fn rank(&self) -> usize {
+        self.ty.shape.len()
+    }
+}
+
+/// Builds one `func.func @main` and prints it as a StableHLO module.
+#[derive(Default)]
+pub struct Builder {
+    body: String,
+    next_id: u32,
+    params: Vec<TensorType>,
+    depth: usize,
+}
+
+impl Builder {
+    /// An empty program.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a program parameter of the given type.
+    pub fn param(&mut self, ty: TensorType) -> Value {
+        let name = format!("%arg{}", self.params.len());
+        self.params.push(ty.clone());
+        Value { name, ty }
+    }
+
+    /// Number of parameters added so far.
+    pub fn num_params(&self) -> usize {
+        self.params.len()
+    }
+
+    fn fresh_name(&mut self) -> String {
+        self.next_id += 1;
+        format!("%v{}", self.next_id)
+    }
+
+    /// Emits one op in generic syntax and returns its results.
+    pub fn emit(
+        &mut self,
+        op: &str,
+        operands: &[&Value],
+        attrs: &str,
+        regions: &[String],
+        result_tys: &[TensorType],
+    ) -> Vec<Value> {
+        let name = self.fresh_name();
+        let line = &mut self.body;
+        for _ in 0..=self.depth {
+            line.push_str("  ");
+        }
+        match result_tys.len() {
+            0 => {}
+            1 => write!(line, "{name} = ").unwrap(),
+            n => write!(line, "{name}:{n} = ").unwrap(),
+        }
+        write!(line, "\"{op}\"(").unwrap();
+        join(line, operands.iter().map(|v| v.name.as_str()));
+        line.push(')');
+        if !regions.is_empty() {
+            line.push_str(" (");
+            join(line, regions.iter().map(String::as_str));
+            line.push(')');
+        }
+        if !attrs.is_empty() {
+            write!(line, " {{{attrs}}}").unwrap();
+        }
+        line.push_str(" : (");
+        let operand_tys: Vec<String> = operands.iter().map(|v| v.ty.to_string()).collect();
+        join(line, operand_tys.iter().map(String::as_str));
+        line.push_str(") -> ");
+        let result_strs: Vec<String> = result_tys.iter().map(|t| t.to_string()).collect();
+        if result_tys.len() == 1 {
+            line.push_str(&result_strs[0]);
+        } else {
+            line.push('(');
+            join(line, result_strs.iter().map(String::as_str));
+            line.push(')');
+        }
+        line.push('\n');
+        match result_tys.len() {
+            1 => vec![Value {
+                name,
+                ty: result_tys[0].clone(),
+            }],
+            _ => result_tys
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| Value {
+                    name: format!("{name}#{i}"),
+                    ty: ty.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Emits a single-result op.
+    pub fn emit1(&mut self, op: &str, operands: &[&Value], attrs: &str, ty: TensorType) -> Value {
+        self.emit(op, operands, attrs, &[], &[ty]).remove(0)
+    }
+
+    /// Builds a region with block arguments of the given types; `body` returns the values
+    /// passed to `stablehlo.return`.
+    pub fn region(
+        &mut self,
+        arg_tys: &[TensorType],
+        body: impl FnOnce(&mut Builder, &[Value]) -> Vec<Value>,
+    ) -> String {
+        let outer = std::mem::take(&mut self.body);
+        self.depth += 1;
+        let args: Vec<Value> = arg_tys
+            .iter()
+            .map(|ty| Value {
+                name: self.fresh_name(),
+                ty: ty.clone(),
+            })
+            .collect();
+        let results = body(self, &args);
+        let refs: Vec<&Value> = results.iter().collect();
+        self.emit("stablehlo.return", &refs, "", &[], &[]);
+        self.depth -= 1;
+        let inner = std::mem::replace(&mut self.body, outer);
+        let mut text = String::from("{\n");
+        for _ in 0..=self.depth {
+            text.push_str("  ");
+        }
+        text.push_str("^bb0(");
+        let decls: Vec<String> = args.iter().map(|a| format!("{}: {}", a.name, a.ty)).collect();
+        join(&mut text, decls.iter().map(String::as_str));
+        text.push_str("):\n");
+        text.push_str(&inner);
+        for _ in 0..=self.depth {
+            text.push_str("  ");
+        }
+        text.push('}');
+        text
+    }
+
+    /// A 0-d constant.
+    pub fn constant(&mut self, value: Literal, dtype: DType) -> Value {
+        let attrs = format!("value = dense<{}> : tensor<{}>", value.mlir(dtype), dtype.mlir());
+        self.emit1("stablehlo.constant", &[], &attrs, TensorType::scalar(dtype))
+    }
+
+    /// A constant of the given shape with every element equal to `value`.
+    pub fn splat(&mut self, value: Literal, ty: &TensorType) -> Value {
+        let attrs = format!("value = dense<{}> : {}", value.mlir(ty.dtype), ty);
+        self.emit1("stablehlo.constant", &[], &attrs, ty.clone())
+    }
+
+    /// Prints the module; `outputs` are the values `@main` returns, in order.
+    pub fn finish(mut self, outputs: &[Value]) -> String {
+        let refs: Vec<&Value> = outputs.iter().collect();
+        let tys: Vec<TensorType> = Vec::new();
+        self.emit("func.return", &refs, "", &[], &tys);
+        let mut text = String::from("module @tpurs {\n  func.func public @main(");
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("%arg{i}: {t}"))
+            .collect();
+        join(&mut text, params.iter().map(String::as_str));
+        text.push_str(") -> (");
+        let outs: Vec<String> = outputs.iter().map(|v| v.ty.to_string()).collect();
+        join(&mut text, outs.iter().map(String::as_str));
+        text.push_str(") {\n");
+        text.push_str(&self.body);
+        text.push_str("  }\n}\n");
+        text
+    }
+}
+
+fn join<'a>(out: &mut String, items: impl Iterator<Item = &'a str>) {
+    for (i, s) in items.enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(s);
+    }
+}
+
+/// Formats `array<i64: ...>`.
+pub(crate) fn i64_array(values: &[i64]) -> String {
+    let mut s = String::from("array<i64");
+    for (i, v) in values.iter().enumerate() {
+        s.push_str(if i == 0 { ": " } else { ", " });
+        write!(s, "{v}").unwrap();
+    }
+    s.push('>');
+    s
+}
+
+/// Formats `[a, b, c]` as used inside dimension-number attributes.
+pub(crate) fn list(values: &[i64]) -> String {
+    let items: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    format!("[{}]", items.join(", "))
+}

@@ -1,0 +1,204 @@
+//! Element types, tensor types and scalar literals as StableHLO spells them.
+
+use std::fmt;
+
+/// An element type of a StableHLO tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `i1`
+    Bool,
+    /// `ui8`
+    U8,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
+    /// `i32`
+    I32,
+    /// `i64`
+    I64,
+    /// `ui16`
+    U16,
+    /// `ui32`
+    U32,
+    /// `ui64`
+    U64,
+    /// `f16`
+    F16,
+    /// `bf16`
+    BF16,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+}
+
+impl DType {
+    /// The MLIR spelling of the element type.
+    pub fn mlir(self) -> &'static str {
+        match self {
+            DType::Bool => "i1",
+            DType::U8 => "ui8",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U16 => "ui16",
+            DType::U32 => "ui32",
+            DType::U64 => "ui64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// True for floating-point types.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for signed and unsigned integer types (not bool).
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
+
+    /// True for unsigned integer types.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// Size of one element in bytes (bool is stored as one byte).
+    pub fn byte_size(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// The `compare_type` StableHLO uses for comparisons of this type.
+    pub(crate) fn compare_type(self) -> &'static str {
+        if self.is_float() {
+            "FLOAT"
+        } else if self.is_unsigned() || self == DType::Bool {
+            "UNSIGNED"
+        } else {
+            "SIGNED"
+        }
+    }
+}
+
+/// A ranked tensor type: element type and static shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimension sizes; empty for a 0-d tensor.
+    pub shape: Vec<i64>,
+}
+
+impl TensorType {
+    /// A tensor type of the given element type and shape.
+    pub fn new(dtype: DType, shape: impl Into<Vec<i64>>) -> Self {
+        TensorType {
+            dtype,
+            shape: shape.into(),
+        }
+    }
+
+    /// A 0-d tensor type.
+    pub fn scalar(dtype: DType) -> Self {
+        TensorType {
+            dtype,
+            shape: vec![],
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    /// The same shape with another element type.
+    pub fn with_dtype(&self, dtype: DType) -> Self {
+        TensorType {
+            dtype,
+            shape: self.shape.clone(),
+        }
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tensor<")?;
+        for d in &self.shape {
+            write!(f, "{d}x")?;
+        }
+        write!(f, "{}>", self.dtype.mlir())
+    }
+}
+
+/// A scalar value to be written as a constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    /// A boolean.
+    Bool(bool),
+    /// An integer (converted to the constant's type).
+    Int(i64),
+    /// A float (converted to the constant's type).
+    Float(f64),
+}
+
+impl Literal {
+    /// The value as f64.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Literal::Bool(b) => b as i64 as f64,
+            Literal::Int(i) => i as f64,
+            Literal::Float(x) => x,
+        }
+    }
+
+    /// The MLIR text of this value as an element of `dtype` (floats in exact hex form).
+    pub fn mlir(self, dtype: DType) -> String {
+        match dtype {
+            DType::Bool => match self {
+                Literal::Bool(b) => b.to_string(),
+                other => (other.as_f64() != 0.0).to_string(),
+            },
+            DType::F32 => format!("0x{:08X}", (self.as_f64() as f32).to_bits()),
+            DType::F64 => format!("0x{:016X}", self.as_f64().to_bits()),
+            DType::F16 => format!("0x{:04X}", half::f16::from_f64(self.as_f64()).to_bits()),
+            DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(self.as_f64()).to_bits()),
+            _ => {
+                let v = match self {
+                    Literal::Bool(b) => b as i64,
+                    Literal::Int(i) => i,
+                    Literal::Float(x) => x as i64,
+                };
+                wrap_int(v, dtype).to_string()
+            }
+        }
+    }
+}
+
+/// Wraps an integer into the range of `dtype` the way a C cast does.
+fn wrap_int(v: i64, dtype: DType) -> i128 {
+    match dtype {
+        DType::U8 => v as u8 as i128,
+        DType::I8 => v as i8 as i128,
+        DType::I16 => v as i16 as i128,
+        DType::U16 => v as u16 as i128,
+        DType::I32 => v as i32 as i128,
+        DType::U32 => v as u32 as i128,
+        DType::U64 => v as u64 as i128,
+        _ => v as i128,
+    }
+}

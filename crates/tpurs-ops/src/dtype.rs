@@ -1,0 +1,206 @@
+//! PyTorch dtypes (c10::ScalarType codes) and PyTorch's type promotion.
+
+use tpurs_hlo::DType;
+
+use crate::{Error, Result};
+
+/// Maps a `c10::ScalarType` code to an element type; `None` for types tpurs does not support.
+pub fn from_scalar_type(code: i32) -> Option<DType> {
+    Some(match code {
+        0 => DType::U8,
+        1 => DType::I8,
+        2 => DType::I16,
+        3 => DType::I32,
+        4 => DType::I64,
+        5 => DType::F16,
+        6 => DType::F32,
+        7 => DType::F64,
+        11 => DType::Bool,
+        15 => DType::BF16,
+        27 => DType::U16,
+        28 => DType::U32,
+        29 => DType::U64,
+        _ => return None,
+    })
+}
+
+/// The `c10::ScalarType` code of an element type.
+pub fn to_scalar_type(dtype: DType) -> i32 {
+    match dtype {
+        DType::U8 => 0,
+        DType::I8 => 1,
+        DType::I16 => 2,
+        DType::I32 => 3,
+        DType::I64 => 4,
+        DType::F16 => 5,
+        DType::F32 => 6,
+        DType::F64 => 7,
+        DType::Bool => 11,
+        DType::BF16 => 15,
+        DType::U16 => 27,
+        DType::U32 => 28,
+        DType::U64 => 29,
+    }
+}
+
+/// PyTorch's name of a dtype as printed in error messages ("Float", "Long", ...).
+pub fn torch_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::U8 => "Byte",
+        DType::I8 => "Char",
+        DType::I16 => "Short",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::Bool => "Bool",
+        DType::BF16 => "BFloat16",
+        DType::U16 => "UInt16",
+        DType::U32 => "UInt32",
+        DType::U64 => "UInt64",
+    }
+}
+
+fn category(d: DType) -> u8 {
+    if d == DType::Bool {
+        0
+    } else if d.is_int() {
+        1
+    } else {
+        2
+    }
+}
+
+fn int_rank(d: DType) -> u8 {
+    match d {
+        DType::I8 | DType::U8 => 1,
+        DType::I16 | DType::U16 => 2,
+        DType::I32 | DType::U32 => 3,
+        _ => 4,
+    }
+}
+
+/// `torch.promote_types(a, b)`.
+pub fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (category(a), category(b)) {
+        (0, _) => b,
+        (_, 0) => a,
+        (1, 2) => b,
+        (2, 1) => a,
+        (2, 2) => match (a, b) {
+            (F16, BF16) | (BF16, F16) => F32,
+            _ if a.byte_size() >= b.byte_size() => a,
+            _ => b,
+        },
+        _ => {
+            // Two different integer types: unsigned u8 with a signed type widens.
+            match (a, b) {
+                (U8, I8) | (I8, U8) => I16,
+                (U8, s) | (s, U8) if !s.is_unsigned() => s,
+                _ if int_rank(a) >= int_rank(b) => a,
+                _ => b,
+            }
+        }
+    }
+}
+
+/// How an operand takes part in type promotion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Participation {
+    /// A tensor with at least one dimension.
+    Dim,
+    /// A 0-d tensor.
+    ZeroDim,
+    /// A Python number (a `Scalar` argument or a wrapped-number tensor).
+    Wrapped,
+}
+
+/// PyTorch's `result_type` over operands given as (dtype, participation); `default_float`
+/// is the dtype a Python float becomes.
+pub fn result_type(operands: &[(DType, Participation)], default_float: DType) -> DType {
+    let mut states: [Option<DType>; 3] = [None, None, None];
+    for &(d, p) in operands {
+        let (slot, d) = match p {
+            Participation::Dim => (0, d),
+            Participation::ZeroDim => (1, d),
+            Participation::Wrapped => (2, if d.is_float() { default_float } else { d }),
+        };
+        states[slot] = Some(states[slot].map_or(d, |s| promote(s, d)));
+    }
+    let lower = combine(states[1], states[2]);
+    combine(states[0], lower).unwrap_or(default_float)
+}
+
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => {
+            if h.is_float() {
+                Some(h)
+            } else if h == DType::Bool || l.is_float() || category(l) > category(h) {
+                Some(promote(h, l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+/// `torch.can_cast(from, to)`: no casting to a lower category.
+pub fn can_cast(from: DType, to: DType) -> bool {
+    category(from) <= category(to)
+}
+
+/// Checks that a result of dtype `result` may be written to a tensor of dtype `out`.
+pub fn check_can_cast(result: DType, out: DType) -> Result<()> {
+    if can_cast(result, out) {
+        Ok(())
+    } else {
+        Err(Error::Runtime(format!(
+            "result type {} can't be cast to the desired output type {}",
+            torch_name(result),
+            torch_name(out)
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+    use Participation::*;
+
+    #[test]
+    fn promote_types_matches_torch() {
+        assert_eq!(promote(U8, I8), I16);
+        assert_eq!(promote(I32, I64), I64);
+        assert_eq!(promote(Bool, U8), U8);
+        assert_eq!(promote(F16, BF16), F32);
+        assert_eq!(promote(I64, F16), F16);
+        assert_eq!(promote(F32, F64), F64);
+    }
+
+    #[test]
+    fn result_type_matches_torch() {
+        // int tensor + python float -> default float
+        assert_eq!(result_type(&[(I64, Dim), (F64, Wrapped)], F32), F32);
+        // f16 tensor + python float stays f16
+        assert_eq!(result_type(&[(F16, Dim), (F64, Wrapped)], F32), F16);
+        // f32 tensor + 0-d f64 tensor stays f32
+        assert_eq!(result_type(&[(F32, Dim), (F64, ZeroDim)], F32), F32);
+        // int tensor + 0-d float tensor -> that float
+        assert_eq!(result_type(&[(I32, Dim), (F64, ZeroDim)], F32), F64);
+        // u8 tensor + python int stays u8
+        assert_eq!(result_type(&[(U8, Dim), (I64, Wrapped)], F32), U8);
+        // bool tensor + python int -> int64
+        assert_eq!(result_type(&[(Bool, Dim), (I64, Wrapped)], F32), I64);
+        // two 0-d tensors promote normally
+        assert_eq!(result_type(&[(I32, ZeroDim), (I64, ZeroDim)], F32), I64);
+    }
+}

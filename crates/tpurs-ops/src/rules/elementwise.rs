@@ -1,0 +1,469 @@
+//! Elementwise math: unary and binary arithmetic, comparisons, logical and bitwise ops,
+//! `where`, `clamp`, `fill_` and `copy_`. Promotion and broadcasting come from `rules::*`.
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+
+use super::{common_dtype, float_dtype, full, one, operands};
+use crate::call::{Ctx, Out};
+use crate::error::Result;
+use crate::table::Registry;
+
+/// Expands `"exp"` into its functional, in-place and `out=` names.
+macro_rules! variants {
+    ($name:literal) => {
+        &[$name, concat!($name, "_"), concat!($name, ".out")]
+    };
+}
+
+/// Expands `"add"` into the Tensor and Scalar overloads with in-place and `out=` forms.
+macro_rules! binary_variants {
+    ($name:literal) => {
+        &[
+            concat!($name, ".Tensor"),
+            concat!($name, "_.Tensor"),
+            concat!($name, ".out"),
+            concat!($name, ".Scalar"),
+            concat!($name, "_.Scalar"),
+            concat!($name, ".Scalar_out"),
+        ]
+    };
+}
+
+/// Expands a comparison into its Tensor / Scalar overloads.
+macro_rules! compare_variants {
+    ($name:literal) => {
+        &[
+            concat!($name, ".Tensor"),
+            concat!($name, "_.Tensor"),
+            concat!($name, ".Tensor_out"),
+            concat!($name, ".Scalar"),
+            concat!($name, "_.Scalar"),
+            concat!($name, ".Scalar_out"),
+        ]
+    };
+}
+
+/// Defines a rule for a unary op computed in a float type (ints promote to default float).
+macro_rules! float_unary {
+    ($($fn:ident => $body:expr),* $(,)?) => {
+        $(fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
+            let x = ctx.tensor(0)?;
+            let x = ctx.b.convert(&x, float_dtype(x.dtype(), ctx.default_float()));
+            let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
+            one(f(&mut ctx.b, &x)?)
+        })*
+    };
+}
+
+/// Defines a rule for a unary op that keeps the input dtype.
+macro_rules! same_unary {
+    ($($fn:ident => $body:expr),* $(,)?) => {
+        $(fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
+            let x = ctx.tensor(0)?;
+            let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
+            one(f(&mut ctx.b, &x)?)
+        })*
+    };
+}
+
+float_unary! {
+    exp => |b, x| Ok(b.exp(x)),
+    exp2 => |b, x| { let l = full(b, x, std::f64::consts::LN_2); let y = b.mul(x, &l)?; Ok(b.exp(&y)) },
+    expm1 => |b, x| Ok(b.expm1(x)),
+    log => |b, x| Ok(b.log(x)),
+    log2 => |b, x| { let l = b.log(x); let c = full(b, x, std::f64::consts::LOG2_E); Ok(b.mul(&l, &c)?) },
+    log10 => |b, x| { let l = b.log(x); let c = full(b, x, std::f64::consts::LOG10_E); Ok(b.mul(&l, &c)?) },
+    log1p => |b, x| Ok(b.log1p(x)),
+    sqrt => |b, x| Ok(b.sqrt(x)),
+    rsqrt => |b, x| Ok(b.rsqrt(x)),
+    sin => |b, x| Ok(b.sin(x)),
+    cos => |b, x| Ok(b.cos(x)),
+    tan => |b, x| Ok(b.tan(x)),
+    tanh => |b, x| Ok(b.tanh(x)),
+    sigmoid => |b, x| Ok(b.logistic(x)),
+    reciprocal => |b, x| { let one = full(b, x, 1.0); Ok(b.div(&one, x)?) },
+    erf => |b, x| erf_of(b, x),
+    sinh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.sub(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
+    cosh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.add(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
+    atan => |b, x| { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
+}
+
+same_unary! {
+    abs => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.abs(x) }),
+    neg => |b, x| Ok(b.neg(x)),
+    sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
+    floor => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
+    ceil => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
+    round => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
+    trunc => |b, x| Ok(if x.dtype().is_float() { trunc_of(b, x)? } else { x.clone() }),
+    frac => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
+    bitwise_not => |b, x| Ok(b.not(x)),
+    relu => |b, x| { let z = full(b, x, 0.0); Ok(b.max(x, &z)?) },
+}
+
+fn trunc_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let s = b.sign(x);
+    let a = b.abs(x);
+    let f = b.floor(&a);
+    Ok(b.mul(&s, &f)?)
+}
+
+/// `erf(x)` by the rational approximation XLA uses for f32 (accurate to ~1e-7 relative),
+/// evaluated in f32 or wider.
+pub(crate) fn erf_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    const ALPHA: [f64; 5] = [
+        0.00022905065861350646,
+        0.0034082910107109506,
+        0.050955695062380861,
+        0.18520832239976145,
+        1.128379143519084,
+    ];
+    const BETA: [f64; 7] = [
+        -1.1791602954361697e-7,
+        0.000023547966471313185,
+        0.0010179625278914885,
+        0.014070470171167667,
+        0.11098505178285362,
+        0.49746925110067538,
+        1.0,
+    ];
+    let dtype = x.dtype();
+    let wide = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let xw = b.convert(x, wide);
+    let lo = b.constant(Literal::Float(-4.0), wide);
+    let hi = b.constant(Literal::Float(4.0), wide);
+    let xc = b.clamp(&lo, &xw, &hi);
+    let x2 = b.mul(&xc, &xc)?;
+    let poly = |b: &mut Builder, coeffs: &[f64]| -> Result<Value> {
+        let mut acc = full(b, &x2, coeffs[0]);
+        for &c in &coeffs[1..] {
+            let m = b.mul(&acc, &x2)?;
+            let k = full(b, &x2, c);
+            acc = b.add(&m, &k)?;
+        }
+        Ok(acc)
+    };
+    let p = poly(b, &ALPHA)?;
+    let q = poly(b, &BETA)?;
+    let num = b.mul(&xc, &p)?;
+    let r = b.div(&num, &q)?;
+    Ok(b.convert(&r, dtype))
+}
+
+fn logical_not(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let z = ctx.b.full_like(&x, Literal::Int(0));
+    one(ctx.b.compare(CompareDir::Eq, &x, &z)?)
+}
+
+/// `self op other` after promotion; `alpha` (argument 2, when present) scales `other`.
+fn arith(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let v = operands(ctx, &[0, 1], dtype)?;
+    let mut other = v[1].clone();
+    if matches!(ctx.arg(2), crate::Arg::Scalar(_)) {
+        let alpha = ctx.tensor(2)?;
+        let alpha = ctx.b.convert(&alpha, dtype);
+        let alpha = ctx.b.broadcast_to(&alpha, other.shape())?;
+        other = ctx.b.mul(&other, &alpha)?;
+    }
+    one(f(&mut ctx.b, &v[0], &other)?)
+}
+
+fn add(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    arith(ctx, |b, x, y| if x.dtype() == DType::Bool { b.or(x, y) } else { b.add(x, y) })
+}
+
+fn sub(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    if ctx.ty(0)?.dtype == DType::Bool && ctx.ty(1)?.dtype == DType::Bool {
+        return Err(crate::Error::Runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.".into(),
+        ));
+    }
+    arith(ctx, Builder::sub)
+}
+
+fn mul(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    arith(ctx, |b, x, y| if x.dtype() == DType::Bool { b.and(x, y) } else { b.mul(x, y) })
+}
+
+/// Binary op on the promoted type without alpha.
+fn binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let v = operands(ctx, &[0, 1], dtype)?;
+    one(f(&mut ctx.b, &v[0], &v[1])?)
+}
+
+/// Binary op computed in a float type (true division, atan2).
+fn float_binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -> Result<Vec<Out>> {
+    let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let v = operands(ctx, &[0, 1], dtype)?;
+    one(f(&mut ctx.b, &v[0], &v[1])?)
+}
+
+fn floor_div_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    if x.dtype().is_float() {
+        let q = b.div(x, y)?;
+        return Ok(b.floor(&q));
+    }
+    // Integer floor division: truncating quotient, minus one when signs differ and inexact.
+    let q = b.div(x, y)?;
+    if x.dtype().is_unsigned() {
+        return Ok(q);
+    }
+    let r = b.rem(x, y)?;
+    let zero = b.full_like(x, Literal::Int(0));
+    let r_nz = b.compare(CompareDir::Ne, &r, &zero)?;
+    let xr = b.compare(CompareDir::Lt, &r, &zero)?;
+    let yn = b.compare(CompareDir::Lt, y, &zero)?;
+    let diff = b.xor(&xr, &yn)?;
+    let adjust = b.and(&r_nz, &diff)?;
+    let one = b.full_like(x, Literal::Int(1));
+    let qm = b.sub(&q, &one)?;
+    Ok(b.select(&adjust, &qm, &q)?)
+}
+
+fn div(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let mode = match ctx.arg(2) {
+        crate::Arg::Str(s) => s.clone(),
+        _ => String::new(),
+    };
+    match mode.as_str() {
+        "trunc" => binary(ctx, |b, x, y| {
+            let q = b.div(x, y)?;
+            if x.dtype().is_float() {
+                trunc_of(b, &q)
+            } else {
+                Ok(q)
+            }
+        }),
+        "floor" => binary(ctx, floor_div_of),
+        _ => float_binary(ctx, |b, x, y| Ok(b.div(x, y)?)),
+    }
+}
+
+fn remainder_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    // Python semantics: the result has the sign of the divisor.
+    let r = b.rem(x, y)?;
+    if x.dtype().is_unsigned() {
+        return Ok(r);
+    }
+    let zero = b.full_like(x, Literal::Int(0));
+    let r_nz = b.compare(CompareDir::Ne, &r, &zero)?;
+    let rn = b.compare(CompareDir::Lt, &r, &zero)?;
+    let yn = b.compare(CompareDir::Lt, y, &zero)?;
+    let diff = b.xor(&rn, &yn)?;
+    let adjust = b.and(&r_nz, &diff)?;
+    let ry = b.add(&r, y)?;
+    Ok(b.select(&adjust, &ry, &r)?)
+}
+
+fn compare(ctx: &mut Ctx, dir: CompareDir) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let v = operands(ctx, &[0, 1], dtype)?;
+    one(ctx.b.compare(dir, &v[0], &v[1])?)
+}
+
+macro_rules! compare_rules {
+    ($($fn:ident => $dir:ident),*) => {
+        $(fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> { compare(ctx, CompareDir::$dir) })*
+    };
+}
+compare_rules!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge);
+
+fn logical(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>) -> Result<Vec<Out>> {
+    let mut v = Vec::new();
+    for i in 0..2 {
+        let x = ctx.tensor(i)?;
+        let z = ctx.b.full_like(&x, Literal::Int(0));
+        v.push(ctx.b.compare(CompareDir::Ne, &x, &z)?);
+    }
+    let v = super::broadcast_all(&mut ctx.b, &v, DType::Bool)?;
+    one(f(&mut ctx.b, &v[0], &v[1])?)
+}
+
+fn where_self(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[1, 2])?;
+    let cond = ctx.tensor(0)?;
+    let cond = if cond.dtype() == DType::Bool {
+        cond
+    } else {
+        let z = ctx.b.full_like(&cond, Literal::Int(0));
+        ctx.b.compare(CompareDir::Ne, &cond, &z)?
+    };
+    let a = ctx.tensor(1)?;
+    let b2 = ctx.tensor(2)?;
+    let v = super::broadcast_all(&mut ctx.b, &[a, b2], dtype)?;
+    let shape = super::broadcast_shapes(v[0].shape(), cond.shape())?;
+    let cond = ctx.b.broadcast_to(&cond, &shape)?;
+    let x = ctx.b.broadcast_to(&v[0], &shape)?;
+    let y = ctx.b.broadcast_to(&v[1], &shape)?;
+    one(ctx.b.select(&cond, &x, &y)?)
+}
+
+fn clamp(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    // clamp(self, min, max), clamp_min(self, min), clamp_max(self, max).
+    let base = ctx.name.split('.').next().unwrap_or("").trim_end_matches('_');
+    let (lo_i, hi_i) = match base {
+        "clamp_min" => (Some(1), None),
+        "clamp_max" => (None, Some(1)),
+        _ => (Some(1).filter(|&i| ctx.has(i)), Some(2).filter(|&i| ctx.has(i))),
+    };
+    if lo_i.is_none() && hi_i.is_none() {
+        return Err(crate::Error::Runtime(
+            "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
+        ));
+    }
+    let idxs: Vec<usize> = [Some(0), lo_i, hi_i].into_iter().flatten().collect();
+    let dtype = common_dtype(ctx, &idxs)?;
+    let v = operands(ctx, &idxs, dtype)?;
+    let mut x = v[0].clone();
+    let mut k = 1;
+    if lo_i.is_some() {
+        x = ctx.b.max(&x, &v[k])?;
+        k += 1;
+    }
+    if hi_i.is_some() {
+        x = ctx.b.min(&x, &v[k])?;
+    }
+    one(x)
+}
+
+fn fill(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let v = ctx.tensor(1)?;
+    let v = ctx.b.convert(&v, ty.dtype);
+    one(ctx.b.broadcast_in_dim(&v, &ty.shape, &[])?)
+}
+
+fn zero(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    one(ctx.b.splat(Literal::Int(0), &ty))
+}
+
+/// `copy_(self, src)`: cast and broadcast `src` into `self`.
+fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let src = ctx.tensor(1)?;
+    let src = ctx.b.convert(&src, ty.dtype);
+    one(ctx.b.broadcast_to(&src, &ty.shape)?)
+}
+
+/// Registers the family.
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(variants!("exp"), exp);
+    reg.ops(variants!("exp2"), exp2);
+    reg.ops(variants!("expm1"), expm1);
+    reg.ops(variants!("log"), log);
+    reg.ops(variants!("log2"), log2);
+    reg.ops(variants!("log10"), log10);
+    reg.ops(variants!("log1p"), log1p);
+    reg.ops(variants!("sqrt"), sqrt);
+    reg.ops(variants!("rsqrt"), rsqrt);
+    reg.ops(variants!("sin"), sin);
+    reg.ops(variants!("cos"), cos);
+    reg.ops(variants!("tan"), tan);
+    reg.ops(variants!("tanh"), tanh);
+    reg.ops(variants!("sinh"), sinh);
+    reg.ops(variants!("cosh"), cosh);
+    reg.ops(variants!("atan"), atan);
+    reg.ops(variants!("sigmoid"), sigmoid);
+    reg.ops(variants!("reciprocal"), reciprocal);
+    reg.ops(variants!("erf"), erf);
+    reg.ops(variants!("abs"), abs);
+    reg.ops(variants!("neg"), neg);
+    reg.ops(variants!("sign"), sign);
+    reg.ops(variants!("floor"), floor);
+    reg.ops(variants!("ceil"), ceil);
+    reg.ops(variants!("round"), round);
+    reg.ops(variants!("trunc"), trunc);
+    reg.ops(variants!("frac"), frac);
+    reg.ops(variants!("bitwise_not"), bitwise_not);
+    reg.ops(&["relu", "relu_"], relu);
+    reg.ops(variants!("logical_not"), logical_not);
+
+    reg.ops(binary_variants!("add"), add);
+    reg.ops(binary_variants!("sub"), sub);
+    reg.ops(binary_variants!("mul"), mul);
+    reg.ops(
+        &[
+            "div.Tensor",
+            "div_.Tensor",
+            "div.out",
+            "div.Scalar",
+            "div_.Scalar",
+            "div.Scalar_out",
+            "div.Tensor_mode",
+            "div_.Tensor_mode",
+            "div.out_mode",
+            "div.Scalar_mode",
+            "div_.Scalar_mode",
+            "div.Scalar_mode_out",
+        ],
+        div,
+    );
+    reg.ops(
+        &["floor_divide", "floor_divide_.Tensor", "floor_divide.out", "floor_divide.Scalar", "floor_divide_.Scalar"],
+        |ctx| binary(ctx, floor_div_of),
+    );
+    reg.ops(binary_variants!("remainder"), |ctx| binary(ctx, remainder_of));
+    reg.ops(binary_variants!("fmod"), |ctx| binary(ctx, |b, x, y| Ok(b.rem(x, y)?)));
+    reg.ops(
+        &[
+            "pow.Tensor_Tensor",
+            "pow_.Tensor",
+            "pow.Tensor_Tensor_out",
+            "pow.Tensor_Scalar",
+            "pow_.Scalar",
+            "pow.Tensor_Scalar_out",
+            "pow.Scalar",
+            "pow.Scalar_out",
+        ],
+        |ctx| binary(ctx, |b, x, y| Ok(b.pow(x, y)?)),
+    );
+    reg.ops(&["maximum", "maximum.out"], |ctx| binary(ctx, |b, x, y| Ok(b.max(x, y)?)));
+    reg.ops(&["minimum", "minimum.out"], |ctx| binary(ctx, |b, x, y| Ok(b.min(x, y)?)));
+    reg.ops(&["atan2", "atan2_", "atan2.out"], |ctx| {
+        float_binary(ctx, |b, x, y| Ok(b.atan2(x, y)?))
+    });
+    reg.ops(binary_variants!("bitwise_and"), |ctx| binary(ctx, |b, x, y| Ok(b.and(x, y)?)));
+    reg.ops(binary_variants!("bitwise_or"), |ctx| binary(ctx, |b, x, y| Ok(b.or(x, y)?)));
+    reg.ops(binary_variants!("bitwise_xor"), |ctx| binary(ctx, |b, x, y| Ok(b.xor(x, y)?)));
+    reg.ops(variants!("logical_and"), |ctx| logical(ctx, Builder::and));
+    reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
+    reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));
+
+    reg.ops(compare_variants!("eq"), eq);
+    reg.ops(compare_variants!("ne"), ne);
+    reg.ops(compare_variants!("lt"), lt);
+    reg.ops(compare_variants!("le"), le);
+    reg.ops(compare_variants!("gt"), gt);
+    reg.ops(compare_variants!("ge"), ge);
+
+    reg.ops(&["where.self", "where.self_out"], where_self);
+    reg.ops(
+        &[
+            "clamp",
+            "clamp_",
+            "clamp.out",
+            "clamp.Tensor",
+            "clamp_.Tensor",
+            "clamp.Tensor_out",
+            "clamp_min",
+            "clamp_min_",
+            "clamp_min.out",
+            "clamp_min.Tensor",
+            "clamp_min_.Tensor",
+            "clamp_max",
+            "clamp_max_",
+            "clamp_max.out",
+            "clamp_max.Tensor",
+            "clamp_max_.Tensor",
+        ],
+        clamp,
+    );
+    reg.ops(&["fill_.Scalar", "fill_.Tensor"], fill).any_cast();
+    reg.ops(&["zero_"], zero).any_cast();
+    reg.ops(&["copy_"], copy).any_cast();
+    reg.ops(&["clone"], |ctx| one(ctx.tensor(0)?));
+}

@@ -1,0 +1,108 @@
+//! Lowering rules, one file per op family, and the helpers they share (broadcasting, type
+//! promotion, dimension wrapping) so that no rule re-implements PyTorch's conventions.
+
+use tpurs_hlo::{Builder, DType, Literal, Value};
+
+use crate::call::Ctx;
+use crate::dtype::result_type;
+use crate::error::{Error, Result};
+use crate::table::Registry;
+
+mod elementwise;
+
+/// Registers every family's rules.
+pub(crate) fn register_all(reg: &mut Registry) {
+    elementwise::register(reg);
+}
+
+/// PyTorch's broadcast of two shapes, with its error message.
+pub(crate) fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::Runtime(format!(
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+            )));
+        };
+    }
+    Ok(out)
+}
+
+/// The promoted dtype of the arguments `idxs` (tensors and numbers).
+pub(crate) fn common_dtype(ctx: &Ctx, idxs: &[usize]) -> Result<DType> {
+    let mut ops = Vec::new();
+    for &i in idxs {
+        if ctx.has(i) {
+            ops.push((ctx.ty(i)?.dtype, ctx.participation(i, None)));
+        }
+    }
+    Ok(result_type(&ops, ctx.default_float()))
+}
+
+/// Reads arguments `idxs`, converts them to `dtype` and broadcasts them to a common shape.
+pub(crate) fn operands(ctx: &mut Ctx, idxs: &[usize], dtype: DType) -> Result<Vec<Value>> {
+    let mut shape: Vec<i64> = Vec::new();
+    for &i in idxs {
+        shape = broadcast_shapes(&shape, &ctx.ty(i)?.shape)?;
+    }
+    idxs.iter()
+        .map(|&i| {
+            let v = ctx.tensor(i)?;
+            let v = ctx.b.convert(&v, dtype);
+            Ok(ctx.b.broadcast_to(&v, &shape)?)
+        })
+        .collect()
+}
+
+/// Converts values to `dtype` and broadcasts them to a common shape.
+pub(crate) fn broadcast_all(b: &mut Builder, vs: &[Value], dtype: DType) -> Result<Vec<Value>> {
+    let mut shape: Vec<i64> = Vec::new();
+    for v in vs {
+        shape = broadcast_shapes(&shape, v.shape())?;
+    }
+    vs.iter()
+        .map(|v| {
+            let v = b.convert(v, dtype);
+            Ok(b.broadcast_to(&v, &shape)?)
+        })
+        .collect()
+}
+
+/// Wraps a possibly negative dimension into `0..rank`, with PyTorch's `IndexError`.
+pub(crate) fn wrap_dim(dim: i64, rank: usize) -> Result<usize> {
+    let r = rank.max(1) as i64;
+    if dim < -r || dim >= r {
+        return Err(Error::Index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -r,
+            r - 1
+        )));
+    }
+    Ok(if dim < 0 { dim + r } else { dim } as usize)
+}
+
+/// A constant of `like`'s shape and dtype.
+pub(crate) fn full(b: &mut Builder, like: &Value, value: f64) -> Value {
+    b.full_like(like, Literal::Float(value))
+}
+
+/// Converts integer and bool dtypes to the default float (for ops such as `exp`).
+pub(crate) fn float_dtype(d: DType, default_float: DType) -> DType {
+    if d.is_float() {
+        d
+    } else {
+        default_float
+    }
+}
+
+/// Results of a rule that returns one value.
+pub(crate) fn one(v: Value) -> Result<Vec<crate::call::Out>> {
+    Ok(vec![Some(v)])
+}

@@ -1,0 +1,108 @@
+//! The lowering table: every supported ATen op name and its rule, built once.
+//!
+//! Rule families register themselves in `rules::register_all`; the bridge registers a kernel
+//! for exactly the names listed here and sends everything else to the CPU fallback.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::call::{Ctx, Out};
+use crate::error::Result;
+
+/// A lowering rule: reads its arguments from the context, returns the schema's results.
+pub type Rule = fn(&mut Ctx) -> Result<Vec<Out>>;
+
+/// Index of an op in the table.
+pub type OpId = u32;
+
+/// One registered op name.
+pub struct OpEntry {
+    /// Full ATen name, `schema_name.overload` (e.g. `add_.Tensor`, `mm`).
+    pub name: &'static str,
+    /// The rule.
+    pub rule: Rule,
+    /// Check `torch.can_cast(result, out)` before writing into mutated arguments.
+    pub check_cast: bool,
+    /// Scalar arguments are compile-time constants (part of the cache key).
+    pub bake_scalars: bool,
+}
+
+/// Collects table entries; rule families call [`Registry::ops`].
+#[derive(Default)]
+pub struct Registry {
+    entries: Vec<OpEntry>,
+}
+
+/// Options of the entries just registered.
+pub struct Registered<'a> {
+    entries: &'a mut [OpEntry],
+}
+
+impl Registered<'_> {
+    /// Scalar arguments become compile-time constants (ops whose shapes depend on them).
+    pub fn bake_scalars(self) -> Self {
+        self.entries.iter_mut().for_each(|e| e.bake_scalars = true);
+        self
+    }
+
+    /// Write results into mutated arguments with any cast (copy semantics).
+    pub fn any_cast(self) -> Self {
+        self.entries.iter_mut().for_each(|e| e.check_cast = false);
+        self
+    }
+}
+
+impl Registry {
+    /// Registers `rule` under each name.
+    pub fn ops(&mut self, names: &[&'static str], rule: Rule) -> Registered<'_> {
+        let start = self.entries.len();
+        for &name in names {
+            self.entries.push(OpEntry {
+                name,
+                rule,
+                check_cast: true,
+                bake_scalars: false,
+            });
+        }
+        Registered {
+            entries: &mut self.entries[start..],
+        }
+    }
+}
+
+struct Table {
+    entries: Vec<OpEntry>,
+    by_name: HashMap<&'static str, OpId>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut reg = Registry::default();
+        crate::rules::register_all(&mut reg);
+        let mut by_name = HashMap::new();
+        for (i, e) in reg.entries.iter().enumerate() {
+            let previous = by_name.insert(e.name, i as OpId);
+            assert!(previous.is_none(), "op {} registered twice", e.name);
+        }
+        Table {
+            entries: reg.entries,
+            by_name,
+        }
+    })
+}
+
+/// The id of a full op name, if a rule covers it.
+pub fn lookup(name: &str) -> Option<OpId> {
+    table().by_name.get(name).copied()
+}
+
+/// The entry of an id returned by [`lookup`].
+pub fn op_entry(id: OpId) -> &'static OpEntry {
+    &table().entries[id as usize]
+}
+
+/// Every registered name, in table order.
+pub fn op_names() -> impl Iterator<Item = &'static str> {
+    table().entries.iter().map(|e| e.name)
+}

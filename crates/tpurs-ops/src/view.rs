@@ -1,0 +1,237 @@
+//! Reading and writing strided views of a flat storage buffer inside a program.
+//!
+//! Every storage is one flat PJRT buffer; a tensor is (sizes, strides, offset) over it.
+//! Views that are a box of a dense layout (contiguous, transposed, sliced with steps,
+//! selected, broadcast) lower to slice / reshape / transpose / broadcast; anything else
+//! (overlapping windows, arbitrary `as_strided`) to a gather or scatter of computed indices.
+
+use tpurs_hlo::{Builder, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
+
+use crate::call::{StorageMeta, TensorMeta};
+use crate::error::{Error, Result};
+
+/// True when the view is dense and row-major (size-1 dims ignored).
+pub fn is_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut expected = 1;
+    for (&n, &s) in sizes.iter().zip(strides).rev() {
+        if n == 1 {
+            continue;
+        }
+        if s != expected {
+            return false;
+        }
+        expected *= n;
+    }
+    true
+}
+
+/// True when the view is contiguous and starts at element 0.
+pub fn is_dense_from_zero(m: &TensorMeta) -> bool {
+    m.offset == 0 && is_contiguous(&m.sizes, &m.strides)
+}
+
+/// The dims of a view that carry data (size > 1, stride > 0), sorted by stride descending,
+/// when they form a box of a dense layout: `(dim, size, stride)`.
+fn box_dims(m: &TensorMeta) -> Option<Vec<(usize, i64, i64)>> {
+    let mut dims: Vec<(usize, i64, i64)> = (0..m.sizes.len())
+        .filter(|&d| m.sizes[d] > 1 && m.strides[d] > 0)
+        .map(|d| (d, m.sizes[d], m.strides[d]))
+        .collect();
+    dims.sort_by(|a, b| b.2.cmp(&a.2));
+    for w in dims.windows(2) {
+        let (outer, inner) = (w[0], w[1]);
+        if outer.2 % inner.2 != 0 || outer.2 < inner.2 * inner.1 {
+            return None;
+        }
+    }
+    Some(dims)
+}
+
+fn to_storage_dtype(b: &mut Builder, v: &Value, storage: DType) -> Result<Value> {
+    if v.dtype() == storage {
+        return Ok(v.clone());
+    }
+    if v.dtype().byte_size() == storage.byte_size() && v.dtype() != DType::Bool && storage != DType::Bool {
+        return Ok(b.bitcast_convert(v, storage));
+    }
+    Err(Error::NotImplemented(format!(
+        "a {:?} view of a {:?} storage",
+        v.dtype(),
+        storage
+    )))
+}
+
+fn index(b: &mut Builder, i: i64) -> Value {
+    b.constant(Literal::Int(i), DType::I64)
+}
+
+/// The segment `flat[offset .. offset + len]`, zero-padded past the end of the storage.
+fn segment(b: &mut Builder, flat: &Value, offset: i64, len: i64) -> Result<Value> {
+    let n = flat.shape()[0];
+    let end = (offset + len).min(n);
+    let seg = b.slice(flat, &[offset], &[end], &[1])?;
+    if end - offset == len {
+        return Ok(seg);
+    }
+    let zero = b.constant(Literal::Int(0), flat.dtype());
+    Ok(b.pad(&seg, &zero, &[0], &[len - (end - offset)], &[0])?)
+}
+
+/// Flat element indices of every element of the view, shaped `[numel, 1]`.
+fn view_indices(b: &mut Builder, m: &TensorMeta) -> Result<Value> {
+    let ty = TensorType::new(DType::I64, m.sizes.clone());
+    let mut acc = b.splat(Literal::Int(m.offset), &ty);
+    for d in 0..m.sizes.len() {
+        if m.sizes[d] > 1 && m.strides[d] != 0 {
+            let iota = b.iota(&ty, d);
+            let s = b.splat(Literal::Int(m.strides[d]), &ty);
+            let term = b.mul(&iota, &s)?;
+            acc = b.add(&acc, &term)?;
+        }
+    }
+    Ok(b.reshape(&acc, &[m.numel(), 1])?)
+}
+
+/// Reads the view `m` of the flat storage value `flat`.
+pub fn read_view(b: &mut Builder, flat: &Value, m: &TensorMeta) -> Result<Value> {
+    let numel = m.numel();
+    if numel == 0 {
+        return Ok(b.splat(Literal::Int(0), &m.ty()));
+    }
+    let flat = if flat.dtype() == m.dtype {
+        flat.clone()
+    } else {
+        let storage_dtype = flat.dtype();
+        let as_view = TensorType::new(m.dtype, flat.shape().to_vec());
+        if m.dtype.byte_size() != storage_dtype.byte_size() || m.dtype == DType::Bool || storage_dtype == DType::Bool {
+            return Err(Error::NotImplemented(format!(
+                "a {:?} view of a {:?} storage",
+                m.dtype, storage_dtype
+            )));
+        }
+        b.emit1("stablehlo.bitcast_convert", &[flat], "", as_view)
+    };
+    if is_contiguous(&m.sizes, &m.strides) {
+        let seg = b.slice(&flat, &[m.offset], &[m.offset + numel], &[1])?;
+        return Ok(b.reshape(&seg, &m.sizes)?);
+    }
+    let Some(dims) = box_dims(m) else {
+        let idx = view_indices(b, m)?;
+        let g = b.gather(
+            &flat,
+            &idx,
+            &GatherDims {
+                offset_dims: vec![],
+                collapsed_slice_dims: vec![0],
+                start_index_map: vec![0],
+                index_vector_dim: 1,
+                slice_sizes: vec![1],
+            },
+            &[numel],
+        );
+        return Ok(b.reshape(&g, &m.sizes)?);
+    };
+    let core = if dims.is_empty() {
+        let seg = b.slice(&flat, &[m.offset], &[m.offset + 1], &[1])?;
+        b.reshape(&seg, &[])?
+    } else {
+        let (box_shape, prefix) = box_layout(&dims);
+        let need = box_shape.iter().product::<i64>();
+        let seg = segment(b, &flat, m.offset, need)?;
+        let boxed = b.reshape(&seg, &box_shape)?;
+        let zeros = vec![0; box_shape.len()];
+        let ones = vec![1; box_shape.len()];
+        let sliced = b.slice(&boxed, &zeros, &prefix, &ones)?;
+        let sorted_sizes: Vec<i64> = dims.iter().map(|d| d.1).collect();
+        let sorted = b.reshape(&sliced, &sorted_sizes)?;
+        // Put the data dims back in their original order.
+        let mut order: Vec<usize> = (0..dims.len()).collect();
+        order.sort_by_key(|&i| dims[i].0);
+        let perm: Vec<i64> = order.iter().map(|&i| i as i64).collect();
+        b.transpose(&sorted, &perm)?
+    };
+    let mut data_dims: Vec<usize> = dims.iter().map(|d| d.0).collect();
+    data_dims.sort();
+    let bdims: Vec<i64> = data_dims.iter().map(|&d| d as i64).collect();
+    Ok(b.broadcast_in_dim(&core, &m.sizes, &bdims)?)
+}
+
+/// The dense box `[size_0, s_0/s_1, ..., s_k]` that holds a view, and the prefix of it the
+/// view occupies.
+fn box_layout(dims: &[(usize, i64, i64)]) -> (Vec<i64>, Vec<i64>) {
+    let mut shape = vec![dims[0].1];
+    let mut prefix = vec![dims[0].1];
+    for w in dims.windows(2) {
+        shape.push(w[0].2 / w[1].2);
+        prefix.push(w[1].1);
+    }
+    shape.push(dims[dims.len() - 1].2);
+    prefix.push(1);
+    (shape, prefix)
+}
+
+/// Writes `value` (already of the view's shape and dtype) into the view `m` and returns the
+/// new flat storage. `current` is the storage's value, or `None` when the view covers the
+/// whole storage densely.
+pub fn write_view(
+    b: &mut Builder,
+    current: Option<&Value>,
+    value: &Value,
+    m: &TensorMeta,
+    storage: &StorageMeta,
+) -> Result<Value> {
+    let value = to_storage_dtype(b, value, storage.dtype)?;
+    let numel = m.numel();
+    let Some(current) = current else {
+        return Ok(b.reshape(&value, &[storage.numel])?);
+    };
+    if numel == 0 {
+        return Ok(current.clone());
+    }
+    if is_contiguous(&m.sizes, &m.strides) {
+        let flat = b.reshape(&value, &[numel])?;
+        let at = index(b, m.offset);
+        return Ok(b.dynamic_update_slice(current, &flat, &[at]));
+    }
+    let broadcast = (0..m.sizes.len()).any(|d| m.sizes[d] > 1 && m.strides[d] == 0);
+    let dims = if broadcast { None } else { box_dims(m) };
+    let Some(dims) = dims else {
+        let idx = view_indices(b, m)?;
+        let flat = b.reshape(&value, &[numel])?;
+        return Ok(b.scatter(
+            current,
+            &idx,
+            &flat,
+            &ScatterDims {
+                update_window_dims: vec![],
+                inserted_window_dims: vec![0],
+                scatter_dims_to_operand_dims: vec![0],
+                index_vector_dim: 1,
+            },
+            None,
+        ));
+    };
+    // Drop size-1 dims, put data dims in stride order, and fit into the box prefix.
+    let mut order: Vec<usize> = (0..dims.len()).collect();
+    order.sort_by_key(|&i| dims[i].0);
+    let data_sizes: Vec<i64> = order.iter().map(|&i| dims[i].1).collect();
+    let squeezed = b.reshape(&value, &data_sizes)?;
+    // `order[j]` is the sorted position of the j-th data dim; invert it.
+    let mut perm = vec![0i64; dims.len()];
+    for (j, &i) in order.iter().enumerate() {
+        perm[i] = j as i64;
+    }
+    let sorted = b.transpose(&squeezed, &perm)?;
+    let (box_shape, prefix) = box_layout(&dims);
+    let update = b.reshape(&sorted, &prefix)?;
+    let need = box_shape.iter().product::<i64>();
+    let avail = (storage.numel - m.offset).min(need);
+    let seg = segment(b, current, m.offset, need)?;
+    let boxed = b.reshape(&seg, &box_shape)?;
+    let zeros: Vec<Value> = (0..box_shape.len()).map(|_| index(b, 0)).collect();
+    let updated = b.dynamic_update_slice(&boxed, &update, &zeros);
+    let flat = b.reshape(&updated, &[need])?;
+    let flat = b.slice(&flat, &[0], &[avail], &[1])?;
+    let at = index(b, m.offset);
+    Ok(b.dynamic_update_slice(current, &flat, &[at]))
+}

@@ -1,0 +1,20 @@
+//! The tpurs device runtime: one PJRT client, storages that own device buffers, the
+//! compile cache, op launch, host transfers, the device generator and metrics, plus the C
+//! ABI (`ffi`) that the C++ torch bridge calls.
+//!
+//! Nothing here knows torch's C++ types: the bridge describes each call with plain C
+//! structs, so one build of this crate serves every torch version.
+
+mod cache;
+mod error;
+pub mod ffi;
+mod launch;
+mod metrics;
+mod runtime;
+mod storage;
+mod transfer;
+
+pub use error::{Error, ErrorKind, Result};
+pub use metrics::{metrics_snapshot, reset_metrics, MetricsSnapshot};
+pub use runtime::{init, runtime, Runtime};
+pub use storage::Storage;

@@ -1,0 +1,98 @@
+//! Counters reported by `torch.tpu.metrics()`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Global counters (relaxed atomics: they are statistics, not synchronisation).
+#[derive(Default)]
+pub(crate) struct Metrics {
+    pub op_launches: AtomicU64,
+    pub compiles: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
+    pub compile_ns: AtomicU64,
+    pub h2d_bytes: AtomicU64,
+    pub d2h_bytes: AtomicU64,
+    pub d2d_bytes: AtomicU64,
+    pub fallbacks: Mutex<BTreeMap<String, u64>>,
+}
+
+pub(crate) fn metrics() -> &'static Metrics {
+    static M: std::sync::OnceLock<Metrics> = std::sync::OnceLock::new();
+    M.get_or_init(Metrics::default)
+}
+
+pub(crate) fn bump(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Relaxed);
+}
+
+/// Counts one CPU fallback of `op`; returns the new count for that op.
+pub fn record_fallback(op: &str) -> u64 {
+    let mut f = metrics().fallbacks.lock().unwrap_or_else(|e| e.into_inner());
+    let n = f.entry(op.to_string()).or_insert(0);
+    *n += 1;
+    *n
+}
+
+/// A copy of every counter.
+#[derive(Clone, Debug, Default)]
+pub struct MetricsSnapshot {
+    /// Programs launched (op executions).
+    pub op_launches: u64,
+    /// Programs compiled.
+    pub compiles: u64,
+    /// Compile-cache hits.
+    pub cache_hits: u64,
+    /// Compile-cache misses.
+    pub cache_misses: u64,
+    /// Seconds spent compiling.
+    pub compile_seconds: f64,
+    /// Bytes copied host to device.
+    pub bytes_to_device: u64,
+    /// Bytes copied device to host.
+    pub bytes_to_host: u64,
+    /// Bytes copied between devices.
+    pub bytes_device_to_device: u64,
+    /// CPU fallbacks per op.
+    pub fallbacks: BTreeMap<String, u64>,
+    /// Bytes held by live storages, per device.
+    pub memory_allocated: Vec<u64>,
+}
+
+/// Reads every counter.
+pub fn metrics_snapshot() -> MetricsSnapshot {
+    let m = metrics();
+    MetricsSnapshot {
+        op_launches: m.op_launches.load(Relaxed),
+        compiles: m.compiles.load(Relaxed),
+        cache_hits: m.cache_hits.load(Relaxed),
+        cache_misses: m.cache_misses.load(Relaxed),
+        compile_seconds: m.compile_ns.load(Relaxed) as f64 * 1e-9,
+        bytes_to_device: m.h2d_bytes.load(Relaxed),
+        bytes_to_host: m.d2h_bytes.load(Relaxed),
+        bytes_device_to_device: m.d2d_bytes.load(Relaxed),
+        fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
+        memory_allocated: crate::storage::memory_allocated(),
+    }
+}
+
+/// Zeroes every counter (not memory statistics).
+pub fn reset_metrics() {
+    let m = metrics();
+    for c in [
+        &m.op_launches,
+        &m.compiles,
+        &m.cache_hits,
+        &m.cache_misses,
+        &m.compile_ns,
+        &m.h2d_bytes,
+        &m.d2h_bytes,
+        &m.d2d_bytes,
+    ] {
+        c.store(0, Relaxed);
+    }
+    if let Ok(mut f) = m.fallbacks.lock() {
+        f.clear();
+    }
+}

@@ -1,0 +1,126 @@
+//! The process-wide runtime: the PJRT client and per-device state (generator, last launch).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
+use tpurs_pjrt::{Buffer, Client, NamedValue};
+
+use crate::error::{invalid, ErrorKind, Result};
+
+/// Per-device generator state: the seed and how many random ops have drawn from it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RngState {
+    /// `manual_seed` value.
+    pub seed: u64,
+    /// Random ops launched since the seed was set.
+    pub offset: u64,
+}
+
+/// The runtime: one PJRT client shared by every device.
+pub struct Runtime {
+    /// The PJRT client.
+    pub client: Client,
+    /// Plugin path in use.
+    pub plugin_path: String,
+    pub(crate) rng: Vec<Mutex<RngState>>,
+    pub(crate) last_output: Vec<Mutex<Option<Arc<Buffer>>>>,
+    pub(crate) scalars: Mutex<FxHashMap<(i32, u64, usize), Arc<Buffer>>>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Loads the plugin and creates the client, once per process. `cpu_devices` sets how many
+/// devices the CPU plugin exposes (ignored by other plugins).
+pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runtime> {
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    if !Path::new(plugin_path).exists() {
+        return invalid(
+            ErrorKind::Runtime,
+            format!(
+                "PJRT plugin not found at '{plugin_path}'. Set TPURS_PJRT_PLUGIN to the path of a PJRT plugin \
+                 (.so exporting GetPjrtApi), or install one: `pip install libtpu` (TPU), \
+                 `pip install jax-cuda13-pjrt` (NVIDIA GPU) or `pip install fastatomstruct-xla-cpu` (CPU)"
+            ),
+        );
+    }
+    let mut options = Vec::new();
+    if let Some(n) = cpu_devices {
+        if plugin_path.contains("cpu") {
+            options.push(NamedValue::int64("cpu_device_count", n));
+        }
+    }
+    let client = Client::load(Path::new(plugin_path), &options)?;
+    let n = client.device_count();
+    let rt = Runtime {
+        client,
+        plugin_path: plugin_path.to_string(),
+        rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
+        last_output: (0..n).map(|_| Mutex::new(None)).collect(),
+        scalars: Mutex::new(FxHashMap::default()),
+    };
+    Ok(RUNTIME.get_or_init(|| rt))
+}
+
+/// The runtime, once `init` succeeded.
+pub fn runtime() -> Result<&'static Runtime> {
+    RUNTIME.get().ok_or(crate::Error::NotInitialised)
+}
+
+impl Runtime {
+    /// Number of devices.
+    pub fn device_count(&self) -> usize {
+        self.client.device_count()
+    }
+
+    /// Checks a device ordinal.
+    pub fn check_device(&self, device: i64) -> Result<usize> {
+        let n = self.device_count() as i64;
+        if device < 0 || device >= n {
+            return invalid(
+                ErrorKind::Runtime,
+                format!("Invalid device tpu:{device}: {n} tpu device(s) available"),
+            );
+        }
+        Ok(device as usize)
+    }
+
+    /// The generator state of `device`.
+    pub fn rng_state(&self, device: usize) -> RngState {
+        *self.rng[device].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the generator state of `device`.
+    pub fn set_rng_state(&self, device: usize, state: RngState) {
+        *self.rng[device].lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
+    /// The key and counter a random op on `device` uses next (and advances the counter).
+    pub(crate) fn next_rng(&self, device: usize) -> [u64; 2] {
+        let mut s = self.rng[device].lock().unwrap_or_else(|e| e.into_inner());
+        let key = splitmix64(s.seed ^ splitmix64(s.offset.wrapping_add(0x9E37_79B9_7F4A_7C15)));
+        s.offset += 1;
+        [key, 0]
+    }
+
+    /// Waits for the most recent launch on `device` to finish.
+    pub fn synchronize(&self, device: usize) -> Result<()> {
+        let last = self.last_output[device]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(b) = last {
+            b.block_until_ready()?;
+        }
+        Ok(())
+    }
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

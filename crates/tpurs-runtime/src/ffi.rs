@@ -189,6 +189,10 @@ pub struct TpursCoreApi {
     pub record_fallback: extern "C" fn(*const c_char) -> u64,
     /// Number of devices.
     pub device_count: extern "C" fn() -> i32,
+    /// Reads the generator state (seed, offset) of a device; returns 0 or a kind.
+    pub rng_get: extern "C" fn(device: i32, seed: *mut u64, offset: *mut u64) -> i32,
+    /// Sets the generator state of a device; returns 0 or a kind.
+    pub rng_set: extern "C" fn(device: i32, seed: u64, offset: u64) -> i32,
 }
 
 thread_local! {
@@ -250,6 +254,28 @@ extern "C" fn device_count() -> i32 {
     crate::runtime().map_or(0, |rt| rt.device_count() as i32)
 }
 
+extern "C" fn rng_get(device: i32, seed: *mut u64, offset: *mut u64) -> i32 {
+    guarded(|| {
+        let rt = crate::runtime()?;
+        let s = rt.rng_state(rt.check_device(device as i64)?);
+        // SAFETY: the bridge passes two writable u64s.
+        unsafe {
+            *seed = s.seed;
+            *offset = s.offset;
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn rng_set(device: i32, seed: u64, offset: u64) -> i32 {
+    guarded(|| {
+        let rt = crate::runtime()?;
+        let d = rt.check_device(device as i64)?;
+        rt.set_rng_state(d, crate::RngState { seed, offset });
+        Ok(())
+    })
+}
+
 /// The table handed to the bridge.
 pub static CORE_API: TpursCoreApi = TpursCoreApi {
     version: API_VERSION,
@@ -264,4 +290,6 @@ pub static CORE_API: TpursCoreApi = TpursCoreApi {
     last_error,
     record_fallback,
     device_count,
+    rng_get,
+    rng_set,
 };

@@ -15,6 +15,9 @@ mod storage;
 mod transfer;
 
 pub use error::{Error, ErrorKind, Result};
+pub use cache::cache_len;
 pub use metrics::{metrics_snapshot, reset_metrics, MetricsSnapshot};
+pub use runtime::RngState;
+pub use storage::{max_memory_allocated, memory_allocated, reset_peak};
 pub use runtime::{init, runtime, Runtime};
 pub use storage::Storage;

@@ -163,7 +163,7 @@ fn write_flat(dst: &View, flat: Flat) -> Result<()> {
     let strides = contiguous_strides(dst.sizes);
     let src = dense_arg(&tmp, dst.dtype, dst.sizes, &strides, dst.storage.device);
     let writes = [TpursWrite { arg: 0, item: -1, is_out: 0 }];
-    run_named("copy_", &[*dst.arg, src], &writes, &[0])?;
+    run_named("tpurs::copy_", &[*dst.arg, src], &writes, &[0])?;
     Ok(())
 }
 
@@ -230,7 +230,7 @@ pub(crate) extern "C" fn copy_between(dst: *const TpursArg, src: *const TpursArg
         let (d, s) = (View::new(dst_arg)?, View::new(src_arg)?);
         if d.storage.device == s.storage.device {
             let writes = [TpursWrite { arg: 0, item: -1, is_out: 0 }];
-            run_named("copy_", &[*dst_arg, *src_arg], &writes, &[0])?;
+            run_named("tpurs::copy_", &[*dst_arg, *src_arg], &writes, &[0])?;
             return Ok(());
         }
         if d.sizes != s.sizes || d.dtype != s.dtype {

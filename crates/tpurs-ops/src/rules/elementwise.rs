@@ -464,6 +464,7 @@ pub(crate) fn register(reg: &mut Registry) {
     );
     reg.ops(&["fill_.Scalar", "fill_.Tensor"], fill).any_cast();
     reg.ops(&["zero_"], zero).any_cast();
-    reg.ops(&["copy_"], copy).any_cast();
+    // Internal (not an ATen name): torch routes copy_ through `_copy_from` in the bridge.
+    reg.ops(&["tpurs::copy_"], copy).any_cast();
     reg.ops(&["clone"], |ctx| one(ctx.tensor(0)?));
 }

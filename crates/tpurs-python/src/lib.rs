@@ -1,0 +1,185 @@
+//! `tpurs._core`: the Python face of the Rust runtime. Op execution never passes through
+//! here (the C++ bridge calls the runtime's C ABI directly); this module starts the runtime
+//! and serves `torch.tpu`'s queries.
+
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tpurs_runtime::{runtime, Error, ErrorKind};
+
+/// Maps a runtime error to the Python exception CPU PyTorch would raise.
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e.kind() {
+        ErrorKind::Index => PyIndexError::new_err(msg),
+        ErrorKind::Value => PyValueError::new_err(msg),
+        ErrorKind::Type => PyTypeError::new_err(msg),
+        ErrorKind::NotImplemented => PyNotImplementedError::new_err(msg),
+        ErrorKind::Runtime => PyRuntimeError::new_err(msg),
+    }
+}
+
+fn rt() -> PyResult<&'static tpurs_runtime::Runtime> {
+    runtime().map_err(to_py)
+}
+
+/// Loads the PJRT plugin and creates the client (idempotent).
+#[pyfunction]
+#[pyo3(signature = (plugin_path, cpu_devices=None))]
+fn init(plugin_path: &str, cpu_devices: Option<i64>) -> PyResult<()> {
+    tpurs_runtime::init(plugin_path, cpu_devices).map(|_| ()).map_err(to_py)
+}
+
+/// True once `init` succeeded.
+#[pyfunction]
+fn is_initialized() -> bool {
+    runtime().is_ok()
+}
+
+/// The PJRT platform name ("cpu", "cuda", "tpu").
+#[pyfunction]
+fn platform() -> PyResult<String> {
+    Ok(rt()?.client.platform_name().to_string())
+}
+
+/// The PJRT platform version string.
+#[pyfunction]
+fn platform_version() -> PyResult<String> {
+    Ok(rt()?.client.platform_version().to_string())
+}
+
+/// Path of the loaded plugin.
+#[pyfunction]
+fn plugin_path() -> PyResult<String> {
+    Ok(rt()?.plugin_path.clone())
+}
+
+/// Number of devices.
+#[pyfunction]
+fn device_count() -> PyResult<usize> {
+    Ok(rt()?.device_count())
+}
+
+/// The PJRT device kind of `device`.
+#[pyfunction]
+fn device_kind(device: i64) -> PyResult<String> {
+    let rt = rt()?;
+    let d = rt.check_device(device).map_err(to_py)?;
+    Ok(rt.client.device_kind(d))
+}
+
+/// Address of the C function table the torch bridge uses.
+#[pyfunction]
+fn c_api_address() -> usize {
+    &tpurs_runtime::ffi::CORE_API as *const _ as usize
+}
+
+/// Names of every op with a lowering rule.
+#[pyfunction]
+fn op_names() -> Vec<&'static str> {
+    tpurs_ops::op_names().collect()
+}
+
+/// Counters: launches, compiles, cache hits/misses, compile seconds, bytes moved, fallbacks.
+#[pyfunction]
+fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let m = tpurs_runtime::metrics_snapshot();
+    let d = PyDict::new(py);
+    d.set_item("op_launches", m.op_launches)?;
+    d.set_item("compiles", m.compiles)?;
+    d.set_item("compile_cache_hits", m.cache_hits)?;
+    d.set_item("compile_cache_misses", m.cache_misses)?;
+    d.set_item("compile_seconds", m.compile_seconds)?;
+    d.set_item("bytes_to_device", m.bytes_to_device)?;
+    d.set_item("bytes_to_host", m.bytes_to_host)?;
+    d.set_item("bytes_device_to_device", m.bytes_device_to_device)?;
+    let f = PyDict::new(py);
+    for (k, v) in &m.fallbacks {
+        f.set_item(k, v)?;
+    }
+    d.set_item("fallbacks", f)?;
+    d.set_item("fallback_count", m.fallbacks.values().sum::<u64>())?;
+    Ok(d)
+}
+
+/// Zeroes the counters.
+#[pyfunction]
+fn reset_metrics() {
+    tpurs_runtime::reset_metrics();
+}
+
+/// Waits for the work launched on `device`.
+#[pyfunction]
+fn synchronize(py: Python<'_>, device: i64) -> PyResult<()> {
+    let rt = rt()?;
+    let d = rt.check_device(device).map_err(to_py)?;
+    py.detach(|| rt.synchronize(d)).map_err(to_py)
+}
+
+/// Generator state of `device` as (seed, offset).
+#[pyfunction]
+fn rng_state(device: i64) -> PyResult<(u64, u64)> {
+    let rt = rt()?;
+    let s = rt.rng_state(rt.check_device(device).map_err(to_py)?);
+    Ok((s.seed, s.offset))
+}
+
+/// Sets the generator state of `device`.
+#[pyfunction]
+fn set_rng_state(device: i64, seed: u64, offset: u64) -> PyResult<()> {
+    let rt = rt()?;
+    let d = rt.check_device(device).map_err(to_py)?;
+    rt.set_rng_state(d, tpurs_runtime::RngState { seed, offset });
+    Ok(())
+}
+
+/// Bytes held by live tensors on `device`.
+#[pyfunction]
+fn memory_allocated(device: i64) -> PyResult<u64> {
+    let d = rt()?.check_device(device).map_err(to_py)?;
+    Ok(tpurs_runtime::memory_allocated()[d])
+}
+
+/// Peak bytes held by live tensors on `device`.
+#[pyfunction]
+fn max_memory_allocated(device: i64) -> PyResult<u64> {
+    let d = rt()?.check_device(device).map_err(to_py)?;
+    Ok(tpurs_runtime::max_memory_allocated()[d])
+}
+
+/// Resets the peak of `device` to its current use.
+#[pyfunction]
+fn reset_peak_memory_stats(device: i64) -> PyResult<()> {
+    let d = rt()?.check_device(device).map_err(to_py)?;
+    tpurs_runtime::reset_peak(d);
+    Ok(())
+}
+
+/// Number of programs in the in-memory compile cache.
+#[pyfunction]
+fn compile_cache_size() -> usize {
+    tpurs_runtime::cache_len()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_function(wrap_pyfunction!(is_initialized, m)?)?;
+    m.add_function(wrap_pyfunction!(platform, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_version, m)?)?;
+    m.add_function(wrap_pyfunction!(plugin_path, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(device_kind, m)?)?;
+    m.add_function(wrap_pyfunction!(c_api_address, m)?)?;
+    m.add_function(wrap_pyfunction!(op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
+    Ok(())
+}

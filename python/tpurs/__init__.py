@@ -1,0 +1,52 @@
+"""tpurs: a native PyTorch device ("tpu") whose ops are lowered to StableHLO in Rust and
+run through PJRT. `import torch` loads it (entry point `torch.backends`); so does
+`import tpurs`."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import torch
+
+from . import _core
+from ._plugin import find_plugin
+
+__all__ = ["device_module", "platform"]
+
+_loaded = False
+
+
+def _cpu_devices() -> int | None:
+    value = os.environ.get("TPURS_CPU_DEVICES")
+    return int(value) if value else 1
+
+
+def _autoload() -> None:
+    """Registers the tpu device with torch (idempotent)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    torch.utils.rename_privateuse1_backend("tpu")
+    _core.init(find_plugin(), _cpu_devices())
+
+    from . import _build, device
+
+    bridge = ctypes.CDLL(str(_build.bridge_path()), mode=ctypes.RTLD_GLOBAL)
+    bridge.tpurs_bridge_init.argtypes = [ctypes.c_void_p]
+    if bridge.tpurs_bridge_init(ctypes.c_void_p(_core.c_api_address())) != 0:
+        raise RuntimeError("tpurs: the C++ bridge refused the runtime's API table (version mismatch)")
+    torch._register_device_module("tpu", device)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+
+
+def platform() -> str:
+    """The PJRT platform in use ("tpu", "cuda" or "cpu")."""
+    return _core.platform()
+
+
+_autoload()
+device_module = torch.tpu

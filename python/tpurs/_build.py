@@ -1,0 +1,81 @@
+"""Builds the C++ bridge against the torch that is installed, once per torch version and
+source revision, into a cache directory (the Rust core itself is prebuilt and torch-free)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+_SOURCES = ("device.cpp", "kernels.cpp", "native.cpp")
+_HEADERS = ("bridge.h", "tpurs_core_api.h")
+
+
+def _csrc() -> Path:
+    return Path(__file__).parent / "csrc"
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("TPURS_BRIDGE_CACHE")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tpurs"
+
+
+def _fingerprint() -> str:
+    h = hashlib.sha256()
+    for name in _SOURCES + _HEADERS:
+        h.update((_csrc() / name).read_bytes())
+    h.update(torch.__version__.encode())
+    h.update(str(torch.compiled_with_cxx11_abi()).encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+def bridge_path() -> Path:
+    """Path of the compiled bridge for this torch, building it if needed."""
+    out_dir = _cache_dir() / f"bridge-{torch.__version__}-{_fingerprint()}"
+    lib = out_dir / "libtpurs_bridge.so"
+    if lib.exists():
+        return lib
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not lib.exists():
+            _compile(lib)
+    return lib
+
+
+def _compile(lib: Path) -> None:
+    torch_dir = Path(torch.__file__).parent
+    abi = int(torch.compiled_with_cxx11_abi())
+    tmp = lib.with_suffix(f".tmp{os.getpid()}")
+    cmd = [
+        os.environ.get("CXX", "g++"),
+        "-std=c++20",
+        "-O2",
+        "-fPIC",
+        "-shared",
+        f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+        f"-I{torch_dir / 'include'}",
+        f"-I{torch_dir / 'include' / 'torch' / 'csrc' / 'api' / 'include'}",
+        *[str(_csrc() / s) for s in _SOURCES],
+        f"-L{torch_dir / 'lib'}",
+        "-lc10",
+        "-ltorch_cpu",
+        f"-Wl,-rpath,{torch_dir / 'lib'}",
+        "-o",
+        str(tmp),
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(
+            "tpurs: building the C++ bridge against torch "
+            f"{torch.__version__} failed (needs g++ with C++20):\n{result.stderr[-4000:]}"
+        )
+    tmp.rename(lib)

@@ -1,0 +1,34 @@
+// Shared declarations of the tpurs torch bridge: the Rust function table, error mapping
+// and tensor <-> TpursArg conversion. The bridge is the only code tied to a torch version.
+#pragma once
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+
+#include "tpurs_core_api.h"
+
+namespace tpurs {
+
+// The Rust runtime's function table, set once by tpurs_bridge_init.
+extern const TpursCoreApi* g_api;
+
+// Throws the c10 exception matching a Rust error kind, with the runtime's message.
+[[noreturn]] void throw_error(int32_t kind);
+
+inline void check(int32_t rc) {
+  if (rc != TPURS_OK) throw_error(rc);
+}
+
+// Describes a tpu tensor (metadata pointers stay valid while `t` lives).
+TpursArg tensor_arg(const at::Tensor& t);
+
+// The allocator whose buffers are Rust storages.
+c10::Allocator* allocator();
+
+// Wraps a Rust storage (ownership passes to torch) as a contiguous tensor.
+at::Tensor wrap_storage(void* storage, int64_t nbytes, int32_t dtype, int32_t device, const int64_t* sizes,
+                        int64_t ndim);
+
+// Registers a boxed kernel for every op of the Rust lowering table.
+void register_table_ops();
+
+}  // namespace tpurs

@@ -1,0 +1,220 @@
+// The tpu device for torch: device guard, allocator (buffers owned by the Rust runtime),
+// PrivateUse1 hooks and the default generators. Registered when the library is loaded.
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include <mutex>
+#include <vector>
+
+#include "bridge.h"
+
+namespace tpurs {
+
+const TpursCoreApi* g_api = nullptr;
+
+[[noreturn]] void throw_error(int32_t kind) {
+  std::string msg = g_api ? g_api->last_error() : "tpurs runtime not initialised";
+  switch (kind) {
+    case TPURS_INDEX:
+      TORCH_CHECK_INDEX(false, msg);
+    case TPURS_VALUE:
+      TORCH_CHECK_VALUE(false, msg);
+    case TPURS_TYPE:
+      TORCH_CHECK_TYPE(false, msg);
+    case TPURS_NOT_IMPLEMENTED:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    default:
+      TORCH_CHECK(false, msg);
+  }
+}
+
+namespace {
+
+thread_local c10::DeviceIndex current_device = 0;
+
+int32_t device_count() { return g_api ? g_api->device_count() : 0; }
+
+void check_index(c10::DeviceIndex d) {
+  TORCH_CHECK(d >= 0 && d < device_count(), "Invalid device tpu:", static_cast<int>(d), ": ", device_count(),
+              " tpu device(s) available");
+}
+
+struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    auto old = getDevice();
+    if (d.index() != old.index()) setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override { return c10::Device(c10::DeviceType::PrivateUse1, current_device); }
+  void setDevice(c10::Device d) const override {
+    check_index(d.index());
+    current_device = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override { current_device = d.index(); }
+  c10::Stream getStream(c10::Device d) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return s; }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(device_count());
+  }
+  // Work on one device runs in launch order (PJRT tracks buffer dependencies), so events
+  // carry no information beyond "recorded".
+  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device_index*/,
+              const c10::EventFlag /*flag*/) const override {}
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* /*event*/) const override { return true; }
+  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device_index*/) const noexcept override {}
+  bool queryStream(const c10::Stream& /*stream*/) const override { return true; }
+  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+void free_storage(void* p) {
+  if (g_api) g_api->storage_free(p);
+}
+
+struct TpuAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    TORCH_CHECK(g_api, "tpurs runtime not initialised");
+    auto device = current_device;
+    void* s = g_api->storage_new(device, static_cast<int64_t>(nbytes));
+    return {s, s, &free_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_storage; }
+  void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {
+    TORCH_CHECK(false, "tpu storages cannot be copied as raw memory; use Tensor.copy_");
+  }
+};
+
+TpuAllocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+// The device generator lives in Rust (seed + offset per device); this is its torch face.
+struct TpuGeneratorImpl final : c10::GeneratorImpl {
+  explicit TpuGeneratorImpl(c10::DeviceIndex d)
+      : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, d),
+                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
+  std::pair<uint64_t, uint64_t> state() const {
+    uint64_t seed = 0, offset = 0;
+    check(g_api->rng_get(device().index(), &seed, &offset));
+    return {seed, offset};
+  }
+  void set_current_seed(uint64_t seed) override { check(g_api->rng_set(device().index(), seed, 0)); }
+  void set_offset(uint64_t offset) override {
+    check(g_api->rng_set(device().index(), state().first, offset));
+  }
+  uint64_t get_offset() const override { return state().second; }
+  uint64_t current_seed() const override { return state().first; }
+  uint64_t seed() override {
+    uint64_t s = c10::detail::getNonDeterministicRandom();
+    set_current_seed(s);
+    return s;
+  }
+  void set_state(const c10::TensorImpl& new_state) override {
+    TORCH_CHECK(new_state.numel() == 16 && new_state.dtype() == at::kByte,
+                "tpu generator state must be a ByteTensor of 16 bytes");
+    auto p = static_cast<const uint64_t*>(new_state.data());
+    check(g_api->rng_set(device().index(), p[0], p[1]));
+  }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    auto t = at::empty({16}, at::kByte);
+    auto p = static_cast<uint64_t*>(t.data_ptr());
+    auto s = state();
+    p[0] = s.first;
+    p[1] = s.second;
+    return t.getIntrusivePtr();
+  }
+  TpuGeneratorImpl* clone_impl() const override { return new TpuGeneratorImpl(device().index()); }
+};
+
+const at::Generator& default_generator(c10::DeviceIndex d) {
+  static std::once_flag once;
+  static std::vector<at::Generator> gens;
+  std::call_once(once, [] {
+    for (int i = 0; i < std::max(1, device_count()); ++i) {
+      gens.push_back(at::make_generator<TpuGeneratorImpl>(static_cast<c10::DeviceIndex>(i)));
+    }
+  });
+  auto i = d < 0 ? current_device : d;
+  check_index(i);
+  return gens.at(i);
+}
+
+struct TpuHooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return device_count() > 0; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex d) const override { return default_generator(d); }
+  at::Generator getNewGenerator(c10::DeviceIndex d) const override {
+    return at::make_generator<TpuGeneratorImpl>(d < 0 ? current_device : d);
+  }
+  at::Device getDeviceFromPtr(void* /*data*/) const override {
+    return c10::Device(c10::DeviceType::PrivateUse1, current_device);
+  }
+  bool isPinnedPtr(const void* /*data*/) const override { return false; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
+  void setCurrentDevice(c10::DeviceIndex d) const override {
+    check_index(d);
+    current_device = d;
+  }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device; }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
+    auto old = current_device;
+    setCurrentDevice(d);
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override { return exchangeDevice(d); }
+  void resizePrivateUse1Bytes(const c10::Storage& /*storage*/, size_t /*newsize*/) const override {
+    TORCH_CHECK(false, "resizing a tpu storage in place is not supported");
+  }
+};
+
+}  // namespace
+
+c10::Allocator* allocator() { return &g_allocator; }
+
+at::Tensor wrap_storage(void* storage, int64_t nbytes, int32_t dtype, int32_t device, const int64_t* sizes,
+                        int64_t ndim) {
+  c10::Device dev(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+  c10::Storage st(c10::Storage::use_byte_size_t(), nbytes, c10::DataPtr(storage, storage, &free_storage, dev),
+                  &g_allocator, /*resizable=*/true);
+  auto t = at::detail::make_tensor<c10::TensorImpl>(std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                    c10::scalarTypeToTypeMeta(static_cast<c10::ScalarType>(dtype)));
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(c10::IntArrayRef(sizes, static_cast<size_t>(ndim)));
+  return t;
+}
+
+TpursArg tensor_arg(const at::Tensor& t) {
+  TpursArg a{};
+  a.kind = TPURS_TENSOR;
+  a.dtype = static_cast<int32_t>(t.scalar_type());
+  a.device = t.device().index();
+  a.ndim = t.dim();
+  a.sizes = t.sizes().data();
+  a.strides = t.strides().data();
+  a.offset = t.storage_offset();
+  a.storage = t.storage().data_ptr().get();
+  return a;
+}
+
+}  // namespace tpurs
+
+extern "C" int tpurs_bridge_init(const TpursCoreApi* api) {
+  if (api == nullptr || api->version != TPURS_API_VERSION) return 1;
+  if (tpurs::g_api != nullptr) return 0;
+  tpurs::g_api = api;
+  static tpurs::TpuHooks hooks;
+  at::RegisterPrivateUse1HooksInterface(&hooks);
+  tpurs::register_table_ops();
+  return 0;
+}

@@ -1,0 +1,361 @@
+// The generic boxed kernel: packs an op's IValue stack into TpursArg structs, calls the
+// Rust lowering table, and turns its results into tensors. Registered by name for every op
+// the table lists; everything else reaches the CPU fallback in fallback.cpp.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "bridge.h"
+
+namespace tpurs {
+namespace {
+
+// Boxed ScalarType and Scalar arguments arrive as plain ints / doubles; the schema says which.
+enum class ArgHint { Plain, Dtype, Scalar };
+
+// What the schema says about one op: which arguments are written, which are dtypes, what
+// each return is. Computed once at registration.
+struct OpDesc {
+  uint32_t id = 0;
+  std::vector<int32_t> mutable_args;  // argument indices with alias_info.is_write
+  std::vector<bool> mutable_is_out;   // kwarg-only mutable args are out= arguments
+  std::vector<ArgHint> hints;         // how to read ints and doubles of each argument
+  std::vector<int32_t> return_alias;  // per return: index into mutable_args, or -1 fresh, -2 list
+};
+
+std::unordered_map<const c10::FunctionSchema*, OpDesc>& descs() {
+  static std::unordered_map<const c10::FunctionSchema*, OpDesc> d;
+  return d;
+}
+
+ArgHint hint_of(const c10::TypePtr& type) {
+  c10::TypePtr t = type;
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  if (auto list = t->cast<c10::ListType>()) t = list->getElementType();
+  if (t->kind() == c10::TypeKind::ScalarTypeType) return ArgHint::Dtype;
+  if (t->kind() == c10::TypeKind::NumberType) return ArgHint::Scalar;
+  return ArgHint::Plain;
+}
+
+OpDesc describe(const c10::FunctionSchema& schema, uint32_t id) {
+  OpDesc d;
+  d.id = id;
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    d.hints.push_back(hint_of(args[i].real_type()));
+    if (args[i].alias_info() && args[i].alias_info()->isWrite()) {
+      d.mutable_args.push_back(static_cast<int32_t>(i));
+      d.mutable_is_out.push_back(args[i].kwarg_only());
+    }
+  }
+  for (const auto& r : schema.returns()) {
+    int32_t alias = r.type()->kind() == c10::TypeKind::ListType ? TPURS_RETURN_FRESH_LIST : TPURS_RETURN_FRESH;
+    if (r.alias_info()) {
+      for (size_t k = 0; k < d.mutable_args.size(); ++k) {
+        const auto& a = args[d.mutable_args[k]];
+        if (a.alias_info()->beforeSets() == r.alias_info()->beforeSets()) alias = static_cast<int32_t>(k);
+      }
+    }
+    d.return_alias.push_back(alias);
+  }
+  return d;
+}
+
+// Per-call scratch kept across calls so packing does not allocate in the common case.
+struct Packer {
+  std::vector<TpursArg> args;
+  std::deque<std::vector<TpursArg>> lists;
+  std::deque<std::vector<int64_t>> ints;
+  std::deque<std::vector<double>> floats;
+  std::deque<std::vector<uint8_t>> bools;
+  std::deque<std::string> strs;
+  std::vector<TpursWrite> writes;
+  std::vector<int32_t> returns;
+  size_t nlists = 0, nints = 0, nfloats = 0, nbools = 0, nstrs = 0;
+  int32_t device = -1;
+
+  void reset() {
+    args.clear();
+    writes.clear();
+    returns.clear();
+    nlists = nints = nfloats = nbools = nstrs = 0;
+    device = -1;
+  }
+  template <typename T>
+  std::vector<T>& next(std::deque<std::vector<T>>& pool, size_t& n) {
+    if (n == pool.size()) pool.emplace_back();
+    auto& v = pool[n++];
+    v.clear();
+    return v;
+  }
+};
+
+thread_local Packer packer;
+
+TpursArg scalar_arg(const c10::Scalar& s) {
+  TpursArg a{};
+  a.kind = TPURS_SCALAR;
+  a.wrapped = 1;
+  if (s.isFloatingPoint()) {
+    a.dtype = static_cast<int32_t>(at::kDouble);
+    a.f = s.toDouble();
+  } else if (s.isBoolean()) {
+    a.dtype = static_cast<int32_t>(at::kBool);
+    a.i = s.toBool();
+  } else if (s.isIntegral(false)) {
+    a.dtype = static_cast<int32_t>(at::kLong);
+    a.i = s.toLong();
+  } else {
+    TORCH_CHECK_TYPE(false, "tpurs does not support complex scalars");
+  }
+  return a;
+}
+
+[[noreturn]] void device_mismatch(int32_t tpu_device) {
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
+              tpu_device < 0 ? 0 : tpu_device, " and cpu!");
+}
+
+TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
+  TpursArg a{};
+  if (!t.defined()) return a;  // kind NONE
+  if (t.device().type() == c10::DeviceType::PrivateUse1) {
+    if (p.device < 0) p.device = t.device().index();
+    return tensor_arg(t);
+  }
+  // A 0-d CPU tensor is a host number, as on CUDA.
+  if (t.device().is_cpu() && t.dim() == 0) {
+    a.kind = TPURS_SCALAR;
+    a.dtype = static_cast<int32_t>(t.scalar_type());
+    a.wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
+    if (at::isFloatingType(t.scalar_type())) {
+      a.f = t.item<double>();
+    } else if (t.scalar_type() == at::kBool) {
+      a.i = t.item<bool>();
+    } else if (at::isIntegralType(t.scalar_type(), false)) {
+      a.i = t.item<int64_t>();
+    } else {
+      TORCH_CHECK_TYPE(false, "tpurs does not support ", t.scalar_type(), " scalars");
+    }
+    return a;
+  }
+  device_mismatch(p.device);
+}
+
+TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
+  TpursArg a{};
+  if (v.isNone()) return a;
+  if (v.isTensor()) return pack_tensor(v.toTensor(), p);
+  if (hint == ArgHint::Scalar && v.isScalar()) return scalar_arg(v.toScalar());
+  const bool is_dtype = hint == ArgHint::Dtype;
+  if (hint == ArgHint::Scalar && (v.isDoubleList() || v.isIntList() || v.isList())) {
+    auto& l = p.next(p.lists, p.nlists);
+    for (const c10::IValue& item : v.toListRef()) l.push_back(scalar_arg(item.toScalar()));
+    a.kind = TPURS_LIST;
+    a.ndim = static_cast<int64_t>(l.size());
+    a.items = l.data();
+    return a;
+  }
+  if (v.isInt()) {
+    a.kind = is_dtype ? TPURS_DTYPE : TPURS_INT;
+    a.i = v.toInt();
+    if (is_dtype) a.dtype = static_cast<int32_t>(v.toInt());
+    return a;
+  }
+  if (v.isSymInt()) {
+    a.kind = TPURS_INT;
+    a.i = v.toSymInt().guard_int(__FILE__, __LINE__);
+    return a;
+  }
+  if (v.isDouble()) {
+    a.kind = TPURS_FLOAT;
+    a.f = v.toDouble();
+    return a;
+  }
+  if (v.isBool()) {
+    a.kind = TPURS_BOOL;
+    a.i = v.toBool();
+    return a;
+  }
+  if (v.isString()) {
+    auto& s = p.strs.size() == p.nstrs ? p.strs.emplace_back() : p.strs[p.nstrs];
+    ++p.nstrs;
+    s = v.toStringRef();
+    a.kind = TPURS_STR;
+    a.ndim = static_cast<int64_t>(s.size());
+    a.items = s.data();
+    return a;
+  }
+  if (v.isIntList()) {
+    auto& l = p.next(p.ints, p.nints);
+    for (auto x : v.toIntList()) l.push_back(x);
+    a.kind = TPURS_INT_LIST;
+    a.ndim = static_cast<int64_t>(l.size());
+    a.sizes = l.data();
+    return a;
+  }
+  if (v.isDoubleList()) {
+    auto& l = p.next(p.floats, p.nfloats);
+    for (auto x : v.toDoubleList()) l.push_back(x);
+    a.kind = TPURS_FLOAT_LIST;
+    a.ndim = static_cast<int64_t>(l.size());
+    a.items = l.data();
+    return a;
+  }
+  if (v.isBoolList()) {
+    auto& l = p.next(p.bools, p.nbools);
+    for (bool x : v.toBoolList()) l.push_back(x);
+    a.kind = TPURS_BOOL_LIST;
+    a.ndim = static_cast<int64_t>(l.size());
+    a.items = l.data();
+    return a;
+  }
+  if (v.isTensorList() || v.isList()) {
+    auto& l = p.next(p.lists, p.nlists);
+    for (const c10::IValue& item : v.toListRef()) {
+      if (item.isTensor()) {
+        l.push_back(pack_tensor(item.toTensor(), p));
+      } else if (item.isNone()) {
+        l.push_back(TpursArg{});
+      } else if (item.isScalar()) {
+        l.push_back(scalar_arg(item.toScalar()));
+      } else if (item.isSymInt()) {
+        TpursArg x{};
+        x.kind = TPURS_INT;
+        x.i = item.toSymInt().guard_int(__FILE__, __LINE__);
+        l.push_back(x);
+      } else {
+        TORCH_CHECK_TYPE(false, "tpurs: unsupported list item ", item.tagKind());
+      }
+    }
+    a.kind = TPURS_LIST;
+    a.ndim = static_cast<int64_t>(l.size());
+    a.items = l.data();
+    return a;
+  }
+  if (v.isDevice()) {
+    a.kind = TPURS_INT;
+    a.i = v.toDevice().index();
+    return a;
+  }
+  if (v.isGenerator() || v.isObject()) return a;  // generators are per device in Rust
+  if (v.isScalar()) return scalar_arg(v.toScalar());
+  TORCH_CHECK_TYPE(false, "tpurs: unsupported argument kind ", v.tagKind());
+}
+
+void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  auto it = descs().find(&schema);
+  TORCH_CHECK(it != descs().end(), "tpurs: no descriptor for ", schema.name());
+  const OpDesc& d = it->second;
+  const size_t nargs = schema.arguments().size();
+  auto args = torch::jit::last(*stack, nargs);
+
+  Packer& p = packer;
+  p.reset();
+  // The first pass finds the device so that a CPU tensor is reported against it.
+  for (size_t i = 0; i < nargs; ++i) {
+    if (args[i].isTensor() && args[i].toTensor().defined() && args[i].toTensor().is_privateuseone()) {
+      p.device = args[i].toTensor().device().index();
+      break;
+    }
+  }
+  for (size_t i = 0; i < nargs; ++i) p.args.push_back(pack(args[i], d.hints[i], p));
+  for (size_t k = 0; k < d.mutable_args.size(); ++k) {
+    int32_t ai = d.mutable_args[k];
+    const TpursArg& a = p.args[ai];
+    if (a.kind == TPURS_LIST) {
+      for (int32_t j = 0; j < a.ndim; ++j) p.writes.push_back({ai, j, d.mutable_is_out[k] ? 1 : 0});
+    } else if (a.kind == TPURS_TENSOR) {
+      p.writes.push_back({ai, -1, d.mutable_is_out[k] ? 1 : 0});
+    }
+  }
+  // Returns alias mutable args by index into `mutable_args`; map to write indices.
+  for (int32_t r : d.return_alias) {
+    if (r >= 0) {
+      int32_t ai = d.mutable_args[r];
+      int32_t w = 0;
+      while (w < static_cast<int32_t>(p.writes.size()) && p.writes[w].arg != ai) ++w;
+      p.returns.push_back(w);
+    } else {
+      p.returns.push_back(r);
+    }
+  }
+
+  TpursOpResults res{};
+  int32_t default_dtype = static_cast<int32_t>(c10::typeMetaToScalarType(c10::get_default_dtype()));
+  int32_t rc = g_api->run_op(d.id, p.args.data(), static_cast<int64_t>(p.args.size()), p.writes.data(),
+                             static_cast<int64_t>(p.writes.size()), p.returns.data(),
+                             static_cast<int64_t>(p.returns.size()), default_dtype, &res);
+  if (rc != TPURS_OK) throw_error(rc);
+
+  // out= arguments whose shape changed get the new storage, as resize_ would.
+  for (int64_t r = 0; r < res.nreplace; ++r) {
+    const TpursReplace& rep = res.replaces[r];
+    const TpursWrite& w = p.writes[rep.target];
+    at::Tensor t = w.item < 0 ? args[w.arg].toTensor() : args[w.arg].toListRef()[w.item].toTensor();
+    auto* impl = t.unsafeGetTensorImpl();
+    c10::Device dev = t.device();
+    impl->storage().set_data_ptr_noswap(c10::DataPtr(rep.storage, rep.storage, g_api->storage_free, dev));
+    impl->storage().set_nbytes(static_cast<size_t>(rep.nbytes));
+    impl->set_storage_offset(0);
+    impl->set_sizes_contiguous(c10::IntArrayRef(rep.sizes, static_cast<size_t>(rep.ndim)));
+  }
+
+  std::vector<c10::IValue> outputs;
+  outputs.reserve(schema.returns().size());
+  for (int64_t i = 0; i < res.n; ++i) {
+    const TpursResult& r = res.results[i];
+    switch (r.kind) {
+      case TPURS_FRESH:
+        outputs.emplace_back(wrap_storage(r.storage, r.nbytes, r.dtype, r.device, r.sizes, r.ndim));
+        break;
+      case TPURS_ALIAS: {
+        const TpursWrite& w = p.writes[r.alias];
+        outputs.emplace_back(args[w.arg]);
+        break;
+      }
+      case TPURS_RESULT_LIST: {
+        c10::List<at::Tensor> list;
+        for (int64_t j = 0; j < r.ndim; ++j) {
+          const TpursResult& e = res.results[++i];
+          list.push_back(wrap_storage(e.storage, e.nbytes, e.dtype, e.device, e.sizes, e.ndim));
+        }
+        outputs.emplace_back(std::move(list));
+        break;
+      }
+      default:
+        outputs.emplace_back(at::Tensor());
+    }
+  }
+  torch::jit::drop(*stack, nargs);
+  for (auto& o : outputs) stack->push_back(std::move(o));
+}
+
+}  // namespace
+
+void register_table_ops() {
+  static std::unique_ptr<torch::Library> lib = std::make_unique<torch::Library>(
+      torch::Library::IMPL, "aten", std::make_optional(c10::DispatchKey::PrivateUse1), __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  uint32_t n = g_api->num_ops();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string full = g_api->op_name(i);
+    auto dot = full.find('.');
+    std::string name = full.substr(0, dot);
+    std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+    auto handle = dispatcher.findSchema({"aten::" + name, overload});
+    if (!handle) continue;  // not in this torch version
+    // A CompositeImplicitAutograd op must decompose before reaching the backend, or
+    // autograd would lose its formula.
+    if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
+    descs()[&handle->schema()] = describe(handle->schema(), i);
+    lib->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_table_op>());
+  }
+}
+
+}  // namespace tpurs

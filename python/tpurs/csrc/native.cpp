@@ -1,0 +1,173 @@
+// The few kernels that are about tensor metadata or host memory rather than math:
+// allocation, views (PyTorch's own stride arithmetic), copies to and from the host,
+// resize_/set_ and reading one value. Everything computational lives in the Rust table.
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_set>
+
+#include "bridge.h"
+
+namespace tpurs {
+namespace {
+
+c10::DispatchKeySet tpu_keys() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> /*layout*/, std::optional<at::Device> device,
+                               std::optional<bool> /*pin_memory*/, std::optional<at::MemoryFormat> memory_format) {
+  c10::OptionalDeviceGuard guard(device);
+  auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
+  return at::detail::empty_generic(size, allocator(), tpu_keys(), st, memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout> /*layout*/, std::optional<at::Device> device,
+                         std::optional<bool> /*pin_memory*/) {
+  c10::OptionalDeviceGuard guard(device);
+  auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
+  return at::detail::empty_strided_generic(size, stride, allocator(), tpu_keys(), st);
+}
+
+bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  if (dst.numel() == 0) return dst;
+  if (is_tpu(self) && is_tpu(dst)) {
+    // Same device: the Rust copy rule casts and broadcasts. Across devices: cast on the
+    // source device first, then move equal shapes and dtypes.
+    at::Tensor src = self;
+    if (self.device() != dst.device()) {
+      src = self.expand_as(dst);
+      if (src.scalar_type() != dst.scalar_type()) {
+        at::Tensor cast = at::empty(dst.sizes(), src.options().dtype(dst.scalar_type()));
+        TpursArg c = tensor_arg(cast), s = tensor_arg(src);
+        check(g_api->copy_between(&c, &s));
+        src = cast;
+      }
+    }
+    TpursArg d = tensor_arg(dst), s = tensor_arg(src);
+    check(g_api->copy_between(&d, &s));
+  } else if (is_tpu(dst)) {
+    at::Tensor src = self.to(dst.scalar_type()).expand_as(dst).contiguous();
+    TpursArg d = tensor_arg(dst);
+    check(g_api->copy_from_host(&d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
+  } else {
+    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    TpursArg s = tensor_arg(self);
+    check(g_api->copy_to_host(&s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
+    dst.copy_(host);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+// Keeps sizes, strides and offset valid for the storage, giving it a new (empty) Rust
+// storage when it must grow. Old contents are copied when there were any.
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  auto old = self.defined() && self.numel() > 0 ? self.clone() : at::Tensor();
+  impl->set_sizes_contiguous(size);
+  if (memory_format && *memory_format != at::MemoryFormat::Contiguous) {
+    impl->empty_tensor_restride(*memory_format);
+  }
+  size_t needed = at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(),
+                                                   self.storage_offset());
+  if (needed > self.storage().nbytes()) {
+    c10::DeviceGuard guard(self.device());
+    self.storage().set_data_ptr_noswap(allocator()->allocate(needed));
+    self.storage().set_nbytes(needed);
+    if (old.defined()) {
+      auto n = std::min<int64_t>(old.numel(), self.numel());
+      self.view(-1).narrow(0, 0, n).copy_(old.reshape(-1).narrow(0, 0, n));
+    }
+  }
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt offset, c10::SymIntArrayRef size,
+                        c10::SymIntArrayRef stride) {
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_sizes_and_strides(C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
+                              offset.guard_int(__FILE__, __LINE__));
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  std::vector<c10::SymInt> size{c10::SymInt(n)}, stride{c10::SymInt(1)};
+  return set_storage(self, std::move(source), 0, size, stride);
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  return set_storage(self, source.storage(), source.sym_storage_offset(), source.sym_sizes(), source.sym_strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, allocator()->allocate(0), allocator(), true);
+  std::vector<c10::SymInt> size{c10::SymInt(0)}, stride{c10::SymInt(1)};
+  return set_storage(self, std::move(empty), 0, size, stride);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  at::Tensor host = self.to(c10::kCPU);
+  return host.item();
+}
+
+// Ops with no rule run on the CPU: one warning per op, a counter, or an error when
+// TPURS_FALLBACK=error.
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  static const bool strict = [] {
+    const char* v = std::getenv("TPURS_FALLBACK");
+    return v != nullptr && std::string(v) == "error";
+  }();
+  TORCH_CHECK_NOT_IMPLEMENTED(!strict, "tpurs has no lowering for ", full,
+                              " and TPURS_FALLBACK=error forbids running it on the CPU");
+  if (g_api->record_fallback(full.c_str()) == 1) {
+    TORCH_WARN("tpurs: ", full, " has no tpu lowering; running it on the CPU (copies in and out)");
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+}  // namespace tpurs
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", &tpurs::empty_memory_format);
+  m.impl("empty_strided", &tpurs::empty_strided);
+  m.impl("_copy_from", &tpurs::copy_from);
+  m.impl("_copy_from_and_resize", &tpurs::copy_from_and_resize);
+  m.impl("resize_", &tpurs::resize_);
+  m.impl("set_.source_Storage_storage_offset", &tpurs::set_storage);
+  m.impl("set_.source_Storage", &tpurs::set_source_storage);
+  m.impl("set_.source_Tensor", &tpurs::set_source_tensor);
+  m.impl("set_", &tpurs::set_empty);
+  m.impl("_local_scalar_dense", &tpurs::local_scalar_dense);
+  m.impl("view", &at::native::view);
+  m.impl("as_strided", &at::native::as_strided_tensorimpl);
+  m.impl("_reshape_alias", &at::native::_reshape_alias);
+  m.impl("unfold", &at::native::unfold);
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpurs::cpu_fallback>());
+}

@@ -1,0 +1,96 @@
+// The C ABI between the torch bridge and the Rust runtime (crates/tpurs-runtime/src/ffi.rs).
+// Plain C structs only: this header must not depend on torch. Change both sides together.
+#pragma once
+#include <stdint.h>
+
+#define TPURS_API_VERSION 1
+
+enum TpursArgKind {
+  TPURS_NONE = 0,
+  TPURS_TENSOR = 1,
+  TPURS_SCALAR = 2,
+  TPURS_INT = 3,
+  TPURS_FLOAT = 4,
+  TPURS_BOOL = 5,
+  TPURS_STR = 6,
+  TPURS_DTYPE = 7,
+  TPURS_INT_LIST = 8,
+  TPURS_FLOAT_LIST = 9,
+  TPURS_BOOL_LIST = 10,
+  TPURS_LIST = 11,
+};
+
+enum TpursResultKind { TPURS_UNDEFINED = 0, TPURS_FRESH = 1, TPURS_ALIAS = 2, TPURS_RESULT_LIST = 3 };
+
+#define TPURS_RETURN_FRESH (-1)
+#define TPURS_RETURN_FRESH_LIST (-2)
+
+// Error kinds returned by calls (0 = success).
+enum TpursErrorKind { TPURS_OK = 0, TPURS_RUNTIME = 1, TPURS_INDEX = 2, TPURS_VALUE = 3, TPURS_TYPE = 4, TPURS_NOT_IMPLEMENTED = 5 };
+
+typedef struct TpursArg {
+  int32_t kind;
+  int32_t dtype;
+  int32_t device;
+  int32_t wrapped;
+  int64_t ndim;
+  const int64_t* sizes;
+  const int64_t* strides;
+  int64_t offset;
+  const void* storage;
+  int64_t i;
+  double f;
+  const void* items;
+} TpursArg;
+
+typedef struct TpursWrite {
+  int32_t arg;
+  int32_t item;
+  int32_t is_out;
+} TpursWrite;
+
+typedef struct TpursResult {
+  int32_t kind;
+  int32_t dtype;
+  int32_t alias;
+  int32_t device;
+  int64_t ndim;
+  const int64_t* sizes;
+  void* storage;
+  int64_t nbytes;
+} TpursResult;
+
+typedef struct TpursReplace {
+  int32_t target;
+  int32_t dtype;
+  int64_t ndim;
+  const int64_t* sizes;
+  void* storage;
+  int64_t nbytes;
+} TpursReplace;
+
+typedef struct TpursOpResults {
+  int64_t n;
+  const TpursResult* results;
+  int64_t nreplace;
+  const TpursReplace* replaces;
+} TpursOpResults;
+
+typedef struct TpursCoreApi {
+  uint32_t version;
+  uint32_t (*num_ops)(void);
+  const char* (*op_name)(uint32_t);
+  int32_t (*run_op)(uint32_t op, const TpursArg* args, int64_t nargs, const TpursWrite* writes,
+                    int64_t nwrites, const int32_t* returns, int64_t nreturns, int32_t default_dtype,
+                    TpursOpResults* out);
+  void* (*storage_new)(int32_t device, int64_t nbytes);
+  void (*storage_free)(void*);
+  int32_t (*copy_from_host)(const TpursArg* dst, const void* src, int64_t nbytes);
+  int32_t (*copy_to_host)(const TpursArg* src, void* dst, int64_t nbytes);
+  int32_t (*copy_between)(const TpursArg* dst, const TpursArg* src);
+  const char* (*last_error)(void);
+  uint64_t (*record_fallback)(const char* op);
+  int32_t (*device_count)(void);
+  int32_t (*rng_get)(int32_t device, uint64_t* seed, uint64_t* offset);
+  int32_t (*rng_set)(int32_t device, uint64_t seed, uint64_t offset);
+} TpursCoreApi;

@@ -1,0 +1,194 @@
+"""`torch.tpu`: the device module, with the names TorchTPU uses (is_available, device_count,
+synchronize, manual_seed, memory statistics, ...). Registered by `tpurs._autoload`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _core
+
+__all__ = [
+    "current_device",
+    "device",
+    "device_count",
+    "get_device_name",
+    "get_device_properties",
+    "get_rng_state",
+    "get_amp_supported_dtype",
+    "initial_seed",
+    "is_available",
+    "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "memory_allocated",
+    "metrics",
+    "platform",
+    "reset_metrics",
+    "reset_peak_memory_stats",
+    "seed",
+    "set_device",
+    "set_rng_state",
+    "synchronize",
+]
+
+_current = 0
+
+
+def is_available() -> bool:
+    """True when the runtime started and has at least one device."""
+    return _core.is_initialized() and _core.device_count() > 0
+
+
+def is_initialized() -> bool:
+    """True once the PJRT client exists."""
+    return _core.is_initialized()
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    """Number of tpu devices (PJRT addressable devices)."""
+    return _core.device_count() if _core.is_initialized() else 0
+
+
+def _index(d: Any = None) -> int:
+    if d is None:
+        return current_device()
+    if isinstance(d, int):
+        return d
+    d = torch.device(d)
+    if d.type != "tpu":
+        raise ValueError(f"Expected a tpu device, but got: {d}")
+    return current_device() if d.index is None else d.index
+
+
+def current_device() -> int:
+    """Index of the current tpu device."""
+    return _current
+
+
+def set_device(d: Any) -> None:
+    """Makes `d` the current tpu device."""
+    global _current
+    i = _index(d)
+    if not 0 <= i < device_count():
+        raise RuntimeError(f"Invalid device tpu:{i}: {device_count()} tpu device(s) available")
+    _current = i
+
+
+class device:
+    """Context manager that makes a tpu device current."""
+
+    def __init__(self, d: Any):
+        self.index = _index(d)
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = current_device()
+        set_device(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        set_device(self.prev)
+        return False
+
+
+def synchronize(d: Any = None) -> None:
+    """Waits for all work launched on the device."""
+    _core.synchronize(_index(d))
+
+
+def platform() -> str:
+    """The PJRT platform in use: "tpu", "cuda" or "cpu"."""
+    return _core.platform()
+
+
+def get_device_name(d: Any = None) -> str:
+    """A readable name of the device (PJRT platform and device kind)."""
+    return f"{_core.platform()}:{_core.device_kind(_index(d))}"
+
+
+class _DeviceProperties:
+    def __init__(self, index: int):
+        self.index = index
+        self.name = get_device_name(index)
+        self.platform = _core.platform()
+        self.kind = _core.device_kind(index)
+
+    def __repr__(self) -> str:
+        return f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', index={self.index})"
+
+
+def get_device_properties(d: Any = None) -> _DeviceProperties:
+    """Properties of the device (name, platform, kind)."""
+    return _DeviceProperties(_index(d))
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the generator of the current device."""
+    _core.set_rng_state(current_device(), int(seed) & 0xFFFF_FFFF_FFFF_FFFF, 0)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds the generators of every device."""
+    for i in range(device_count()):
+        _core.set_rng_state(i, int(seed) & 0xFFFF_FFFF_FFFF_FFFF, 0)
+
+
+def seed() -> None:
+    """Seeds the current device with a random number."""
+    manual_seed(torch.randint(0, 2**62, ()).item())
+
+
+def initial_seed() -> int:
+    """The seed of the current device's generator."""
+    return _core.rng_state(current_device())[0]
+
+
+def get_rng_state(d: Any = "tpu") -> torch.Tensor:
+    """Generator state of a device as a ByteTensor (seed and offset, 16 bytes)."""
+    s, o = _core.rng_state(_index(d))
+    return torch.tensor([s, o], dtype=torch.uint64).view(torch.uint8)
+
+
+def set_rng_state(state: torch.Tensor, d: Any = "tpu") -> None:
+    """Restores a state from `get_rng_state`."""
+    words = state.detach().cpu().contiguous().view(torch.uint64)
+    _core.set_rng_state(_index(d), int(words[0]), int(words[1]))
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """Dtypes autocast may use on the device."""
+    return [torch.bfloat16, torch.float16]
+
+
+def memory_allocated(d: Any = None) -> int:
+    """Bytes held by live tensors on the device."""
+    return _core.memory_allocated(_index(d))
+
+
+def max_memory_allocated(d: Any = None) -> int:
+    """Peak bytes held by live tensors on the device."""
+    return _core.max_memory_allocated(_index(d))
+
+
+def reset_peak_memory_stats(d: Any = None) -> None:
+    """Resets the peak returned by `max_memory_allocated`."""
+    _core.reset_peak_memory_stats(_index(d))
+
+
+def metrics() -> dict:
+    """Counters: op launches, CPU fallbacks per op, compiles, cache hits and misses,
+    compile seconds, bytes moved each way."""
+    return _core.metrics()
+
+
+def reset_metrics() -> None:
+    """Zeroes the counters of `metrics()`."""
+    _core.reset_metrics()
+

@@ -1,0 +1,108 @@
+import pytest
+import torch
+from helpers import check, no_fallback
+
+FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+ALL_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
+
+
+def sample(shape, dtype):
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -5
+    return torch.randint(lo, 6, shape, dtype=dtype)
+
+
+def tol(dtype):
+    return dict(atol=1e-2, rtol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("op", ["add", "mul", "maximum", "minimum", "eq", "lt", "ge", "ne"])
+def test_binary(op, dtype):
+    a, b = sample((3, 4), dtype), sample((4,), dtype)
+    with no_fallback():
+        check(getattr(torch, op), a, b, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d != torch.bool])
+def test_sub_and_scalar(dtype):
+    a, b = sample((2, 3), dtype), sample((2, 3), dtype)
+    check(torch.sub, a, b, **tol(dtype))
+    check(lambda x: x + 1, a, **tol(dtype))
+    check(lambda x: x * 2.5, a, **tol(dtype))
+    check(lambda x, y: torch.add(x, y, alpha=2), a, b, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int64])
+def test_div_modes(dtype):
+    a = sample((3, 3), dtype)
+    b = sample((3, 3), dtype)
+    b = torch.where(b == 0, torch.ones_like(b), b)
+    check(torch.div, a, b, **tol(dtype))
+    check(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b, **tol(dtype))
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b, **tol(dtype))
+    check(torch.remainder, a, b, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize(
+    "op", ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "abs", "neg", "floor", "ceil", "erf", "relu"]
+)
+def test_unary_float(op, dtype):
+    x = sample((5, 3), dtype)
+    if op in ("log", "sqrt", "rsqrt"):
+        x = x.abs() + 0.1
+    with no_fallback():
+        check(getattr(torch, op), x, **tol(dtype))
+
+
+def test_unary_int_promotes_to_float():
+    x = torch.arange(1, 7).reshape(2, 3)
+    check(torch.exp, x)
+    check(torch.sqrt, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
+def test_type_promotion(dtype):
+    a = sample((4,), dtype)
+    check(lambda x: x + 1.5, a)
+    check(lambda x: x * torch.tensor(2.0, dtype=torch.float64), a)
+    check(lambda x, y: x + y, a, sample((4,), torch.int32))
+
+
+def test_where_clamp_logical():
+    x = torch.randn(4, 5)
+    check(lambda t: torch.where(t > 0, t, torch.zeros_like(t)), x)
+    check(lambda t: torch.clamp(t, -0.5, 0.5), x)
+    check(lambda t: torch.clamp(t, min=0.1), x)
+    check(lambda t: t.clamp_max(0.2), x)
+    b = x > 0
+    check(torch.logical_and, b, x < 0.5)
+    check(torch.logical_not, b)
+    check(torch.bitwise_xor, b, x < 0.5)
+
+
+def test_inplace_and_out():
+    x = torch.randn(3, 3)
+    check(lambda t: t.add_(1.0).mul_(2.0), x)
+    out = torch.empty(3, 3)
+    check(lambda t, o: torch.add(t, t, out=o), x, out)
+    check(lambda t, o: torch.add(t, t, out=o), x, torch.empty(0))
+
+
+def test_inplace_cast_error_matches_cpu():
+    a = torch.ones(3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        a.clone().add_(1.5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        a.to("tpu").add_(1.5)
+
+
+def test_broadcast_error_matches_cpu():
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.ones(2, 3) + torch.ones(4)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.ones(2, 3, device="tpu") + torch.ones(4, device="tpu")

@@ -530,7 +530,9 @@ impl<'a> Ctx<'a> {
         }
         let slot = meta.slot;
         let storage = &self.call.storages[slot];
-        let covers_all = meta.numel() == storage.numel && crate::view::is_dense_from_zero(meta);
+        let covers_all = meta.numel() == crate::view::storage_numel_as(storage, meta.dtype)
+            && meta.numel() * meta.dtype.byte_size() as i64 == storage.numel * storage.dtype.byte_size() as i64
+            && crate::view::is_dense_from_zero(meta);
         let current = match (&self.storage_current[slot], covers_all) {
             (Some(v), _) => Some(v.clone()),
             (None, true) => None,

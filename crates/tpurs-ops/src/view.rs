@@ -47,18 +47,48 @@ fn box_dims(m: &TensorMeta) -> Option<Vec<(usize, i64, i64)>> {
     Some(dims)
 }
 
-fn to_storage_dtype(b: &mut Builder, v: &Value, storage: DType) -> Result<Value> {
-    if v.dtype() == storage {
-        return Ok(v.clone());
+/// Reinterprets a flat buffer as another element type (bytes unchanged; the element count
+/// scales with the width ratio), as torch does for `view(dtype)` and byte-level storage copies.
+pub fn reinterpret(b: &mut Builder, flat: &Value, to: DType) -> Result<Value> {
+    let from = flat.dtype();
+    if from == to {
+        return Ok(flat.clone());
     }
-    if v.dtype().byte_size() == storage.byte_size() && v.dtype() != DType::Bool && storage != DType::Bool {
-        return Ok(b.bitcast_convert(v, storage));
+    // Booleans are stored one byte each: go through u8.
+    if from == DType::Bool {
+        let bytes = b.convert(flat, DType::U8);
+        return reinterpret(b, &bytes, to);
     }
-    Err(Error::NotImplemented(format!(
-        "a {:?} view of a {:?} storage",
-        v.dtype(),
-        storage
-    )))
+    if to == DType::Bool {
+        let bytes = reinterpret(b, flat, DType::U8)?;
+        let zero = b.full_like(&bytes, Literal::Int(0));
+        return Ok(b.compare(tpurs_hlo::CompareDir::Ne, &bytes, &zero)?);
+    }
+    let (fw, tw) = (from.byte_size() as i64, to.byte_size() as i64);
+    let n = flat.shape()[0];
+    if fw == tw {
+        return Ok(b.bitcast_convert(flat, to));
+    }
+    if fw > tw {
+        let ratio = fw / tw;
+        let ty = TensorType::new(to, [n, ratio]);
+        let split = b.emit1("stablehlo.bitcast_convert", &[flat], "", ty);
+        return Ok(b.reshape(&split, &[n * ratio])?);
+    }
+    let ratio = tw / fw;
+    if n % ratio != 0 {
+        return Err(Error::Runtime(format!(
+            "a storage of {} bytes cannot be viewed as {to:?}",
+            n * fw
+        )));
+    }
+    let grouped = b.reshape(flat, &[n / ratio, ratio])?;
+    Ok(b.emit1("stablehlo.bitcast_convert", &[&grouped], "", TensorType::new(to, [n / ratio])))
+}
+
+/// Number of elements of the view's dtype the storage holds.
+pub fn storage_numel_as(storage: &StorageMeta, dtype: DType) -> i64 {
+    storage.numel * storage.dtype.byte_size() as i64 / dtype.byte_size() as i64
 }
 
 fn index(b: &mut Builder, i: i64) -> Value {
@@ -98,19 +128,7 @@ pub fn read_view(b: &mut Builder, flat: &Value, m: &TensorMeta) -> Result<Value>
     if numel == 0 {
         return Ok(b.splat(Literal::Int(0), &m.ty()));
     }
-    let flat = if flat.dtype() == m.dtype {
-        flat.clone()
-    } else {
-        let storage_dtype = flat.dtype();
-        let as_view = TensorType::new(m.dtype, flat.shape().to_vec());
-        if m.dtype.byte_size() != storage_dtype.byte_size() || m.dtype == DType::Bool || storage_dtype == DType::Bool {
-            return Err(Error::NotImplemented(format!(
-                "a {:?} view of a {:?} storage",
-                m.dtype, storage_dtype
-            )));
-        }
-        b.emit1("stablehlo.bitcast_convert", &[flat], "", as_view)
-    };
+    let flat = reinterpret(b, flat, m.dtype)?;
     if is_contiguous(&m.sizes, &m.strides) {
         let seg = b.slice(&flat, &[m.offset], &[m.offset + numel], &[1])?;
         return Ok(b.reshape(&seg, &m.sizes)?);
@@ -180,16 +198,29 @@ pub fn write_view(
     m: &TensorMeta,
     storage: &StorageMeta,
 ) -> Result<Value> {
-    let value = to_storage_dtype(b, value, storage.dtype)?;
+    let updated = write_view_as(b, current, value, m, storage)?;
+    reinterpret(b, &updated, storage.dtype)
+}
+
+/// `write_view` in the view's element type.
+fn write_view_as(
+    b: &mut Builder,
+    current: Option<&Value>,
+    value: &Value,
+    m: &TensorMeta,
+    storage: &StorageMeta,
+) -> Result<Value> {
     let numel = m.numel();
+    let total = storage_numel_as(storage, m.dtype);
     let Some(current) = current else {
-        return Ok(b.reshape(&value, &[storage.numel])?);
+        return Ok(b.reshape(value, &[total])?);
     };
+    let current = &reinterpret(b, current, m.dtype)?;
     if numel == 0 {
         return Ok(current.clone());
     }
     if is_contiguous(&m.sizes, &m.strides) {
-        let flat = b.reshape(&value, &[numel])?;
+        let flat = b.reshape(value, &[numel])?;
         let at = index(b, m.offset);
         return Ok(b.dynamic_update_slice(current, &flat, &[at]));
     }
@@ -197,7 +228,7 @@ pub fn write_view(
     let dims = if broadcast { None } else { box_dims(m) };
     let Some(dims) = dims else {
         let idx = view_indices(b, m)?;
-        let flat = b.reshape(&value, &[numel])?;
+        let flat = b.reshape(value, &[numel])?;
         return Ok(b.scatter(
             current,
             &idx,
@@ -215,7 +246,7 @@ pub fn write_view(
     let mut order: Vec<usize> = (0..dims.len()).collect();
     order.sort_by_key(|&i| dims[i].0);
     let data_sizes: Vec<i64> = order.iter().map(|&i| dims[i].1).collect();
-    let squeezed = b.reshape(&value, &data_sizes)?;
+    let squeezed = b.reshape(value, &data_sizes)?;
     // `order[j]` is the sorted position of the j-th data dim; invert it.
     let mut perm = vec![0i64; dims.len()];
     for (j, &i) in order.iter().enumerate() {
@@ -225,7 +256,7 @@ pub fn write_view(
     let (box_shape, prefix) = box_layout(&dims);
     let update = b.reshape(&sorted, &prefix)?;
     let need = box_shape.iter().product::<i64>();
-    let avail = (storage.numel - m.offset).min(need);
+    let avail = (total - m.offset).min(need);
     let seg = segment(b, current, m.offset, need)?;
     let boxed = b.reshape(&seg, &box_shape)?;
     let zeros: Vec<Value> = (0..box_shape.len()).map(|_| index(b, 0)).collect();

@@ -1,0 +1,78 @@
+"""Per-op cost of the eager hot path, side by side with CPU PyTorch in one process.
+
+Measures a cached small op (10,000 dependent 4x4 adds), a 256x256 mm, and reports the
+ratio tpu / cpu for each. Run: `.venv/bin/python bench/bench_ops.py [--md]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+
+def chain_add(x: torch.Tensor, n: int) -> torch.Tensor:
+    for _ in range(n):
+        x = x + 1
+    return x
+
+
+def chain_mm(a: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
+    for _ in range(n):
+        a = torch.mm(a, b)
+    return a
+
+
+def timed(fn, sync, repeats: int) -> float:
+    """Median seconds of `fn` over `repeats` runs, after one warm-up run."""
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench() -> list[tuple[str, float, float]]:
+    rows = []
+    n_add = 10_000
+    cpu_x = torch.zeros(4, 4)
+    tpu_x = cpu_x.to("tpu")
+    nosync = lambda: None  # noqa: E731
+    tpu_sync = torch.tpu.synchronize
+    t_cpu = timed(lambda: chain_add(cpu_x, n_add), nosync, 5)
+    t_tpu = timed(lambda: chain_add(tpu_x, n_add).cpu(), tpu_sync, 5)
+    rows.append(("4x4 add, 10,000 dependent ops (us/op)", t_cpu / n_add * 1e6, t_tpu / n_add * 1e6))
+
+    n_mm = 50
+    a, b = torch.randn(256, 256) * 0.01, torch.randn(256, 256) * 0.01
+    ta, tb = a.to("tpu"), b.to("tpu")
+    t_cpu = timed(lambda: chain_mm(a, b, n_mm), nosync, 5)
+    t_tpu = timed(lambda: chain_mm(ta, tb, n_mm).cpu(), tpu_sync, 5)
+    rows.append(("256x256 mm (us/op)", t_cpu / n_mm * 1e6, t_tpu / n_mm * 1e6))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--md", action="store_true", help="print a Markdown table")
+    args = parser.parse_args()
+    torch.set_num_threads(torch.get_num_threads())
+    rows = bench()
+    if args.md:
+        print("| benchmark | CPU PyTorch | tpurs | tpurs / CPU |")
+        print("|---|---|---|---|")
+        for name, c, t in rows:
+            print(f"| {name} | {c:.2f} | {t:.2f} | {t / c:.2f} |")
+    else:
+        for name, c, t in rows:
+            print(f"{name}: cpu {c:.2f}  tpu {t:.2f}  ratio {t / c:.2f}")
+
+
+if __name__ == "__main__":
+    main()

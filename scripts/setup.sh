@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets up a development environment in .venv at the repo root: torch, the CPU PJRT plugin,
+# test tools, and tpurs itself (Rust extension built with maturin, editable install).
+# The C++ bridge is compiled against the installed torch at first import.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+TORCH_VERSION="${TPURS_TORCH_VERSION:-2.15.0}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" numpy pytest "maturin>=1.5,<2" \
+  "fastatomstruct-xla-cpu==2026.6.23"
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo (Rust) is required to build tpurs" >&2
+  exit 1
+fi
+(. .venv/bin/activate && maturin develop -q --release)
+# First import builds the C++ bridge for this torch and checks the device works.
+.venv/bin/python -c "import torch; x = torch.ones(2, device='tpu'); assert (x + 1).sum().item() == 4.0; print('tpurs ready:', torch.tpu.platform(), torch.tpu.device_count(), 'device(s)')"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Every check: Rust format and lints, Rust tests (against the CPU PJRT plugin), and the
+# Python test suite comparing the tpu device with CPU PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! .venv/bin/python -c "import tpurs" >/dev/null 2>&1; then
+  bash scripts/setup.sh
+fi
+TPURS_PJRT_PLUGIN="$(.venv/bin/python -c 'import tpurs._plugin as p; print(p.find_plugin())')"
+export TPURS_PJRT_PLUGIN
+cargo fmt --all -- --check
+cargo clippy -q --workspace --all-targets -- -D warnings
+cargo test -q --workspace
+.venv/bin/python -m pytest -q tests "$@"

@@ -147,6 +147,15 @@ def test_non_contiguous_inputs():
 
 
 def test_cached_op_does_not_recompile():
+    mode = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode("DEFER_NEVER")
+    try:
+        _check_cached_op_does_not_recompile()
+    finally:
+        torch.tpu.set_eager_mode(mode)
+
+
+def _check_cached_op_does_not_recompile():
     x = torch.randn(4, 4, device="tpu")
     y = x * 3 + 1
     m0 = torch.tpu.metrics()

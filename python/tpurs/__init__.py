@@ -41,6 +41,14 @@ def _autoload() -> None:
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
+    device.set_eager_mode(_mode_from_env())
+
+
+def _mode_from_env() -> int:
+    """TorchTPU's variables: TORCH_TPU_LAUNCH_BLOCKING=1, TORCH_TPU_DEFER_AND_FUSE=0/1."""
+    if os.environ.get("TORCH_TPU_LAUNCH_BLOCKING") == "1":
+        return 2
+    return 1 if os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "0") == "1" else 0
 
 
 def platform() -> str:

@@ -3,6 +3,7 @@ synchronize, manual_seed, memory statistics, ...). Registered by `tpurs._autoloa
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import torch
@@ -10,6 +11,9 @@ import torch
 from . import _core
 
 __all__ = [
+    "EagerMode",
+    "eager_mode",
+    "set_eager_mode",
     "current_device",
     "device",
     "device_count",
@@ -34,7 +38,27 @@ __all__ = [
     "synchronize",
 ]
 
-_current = 0
+class EagerMode(enum.IntEnum):
+    """How ops are launched (TorchTPU's names)."""
+
+    DEFER_NEVER = 0
+    """Strict eager: each op compiled (cached) and launched on its own."""
+    DEFER_AND_FUSE = 1
+    """Fused eager: ops are deferred and fused into one program until a value is needed."""
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = 2
+    """Debug eager: op by op, waiting for each launch so errors point at the op."""
+
+
+def set_eager_mode(mode: EagerMode | str | int) -> None:
+    """Selects the eager mode; work deferred so far is launched first."""
+    if isinstance(mode, str):
+        mode = EagerMode[mode]
+    _core.set_eager_mode(int(EagerMode(mode)))
+
+
+def eager_mode() -> EagerMode:
+    """The current eager mode."""
+    return EagerMode(_core.eager_mode())
 
 
 def is_available() -> bool:
@@ -68,17 +92,16 @@ def _index(d: Any = None) -> int:
 
 
 def current_device() -> int:
-    """Index of the current tpu device."""
-    return _current
+    """Index of the current tpu device (per thread, as torch's device guard keeps it)."""
+    return torch.accelerator.current_device_index()
 
 
 def set_device(d: Any) -> None:
     """Makes `d` the current tpu device."""
-    global _current
     i = _index(d)
     if not 0 <= i < device_count():
         raise RuntimeError(f"Invalid device tpu:{i}: {device_count()} tpu device(s) available")
-    _current = i
+    torch.accelerator.set_device_index(i)
 
 
 class device:

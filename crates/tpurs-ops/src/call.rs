@@ -189,6 +189,14 @@ pub struct Ctx<'a> {
     explicit_writes: Vec<Option<Value>>,
     replaced: Vec<Option<Value>>,
     rng: Option<Value>,
+    provider: Option<&'a mut dyn ParamProvider>,
+}
+
+/// Supplies the values of a call's inputs when the call is lowered into a larger program
+/// (fused eager): a storage may already be computed by an earlier op of the same program.
+pub trait ParamProvider {
+    /// The value standing for `source` (of type `ty`) in builder `b`.
+    fn value(&mut self, b: &mut Builder, source: ParamSource, ty: TensorType) -> Value;
 }
 
 impl<'a> Ctx<'a> {
@@ -204,6 +212,15 @@ impl<'a> Ctx<'a> {
             explicit_writes: vec![None; call.writes.len()],
             replaced: vec![None; call.writes.len()],
             rng: None,
+            provider: None,
+        }
+    }
+
+    fn new_param(&mut self, source: ParamSource, ty: TensorType) -> Value {
+        self.params.push(source);
+        match self.provider.as_mut() {
+            Some(p) => p.value(&mut self.b, source, ty),
+            None => self.b.param(ty),
         }
     }
 
@@ -352,8 +369,7 @@ impl<'a> Ctx<'a> {
                 if let Some((_, v)) = self.scalar_params.iter().find(|(k, _)| *k == (i, item)) {
                     return Ok(v.clone());
                 }
-                let v = self.b.param(TensorType::scalar(s.dtype));
-                self.params.push(ParamSource::Scalar(i, item));
+                let v = self.new_param(ParamSource::Scalar(i, item), TensorType::scalar(s.dtype));
                 self.scalar_params.push(((i, item), v.clone()));
                 Ok(v)
             }
@@ -366,8 +382,7 @@ impl<'a> Ctx<'a> {
             return v.clone();
         }
         let s = &self.call.storages[slot];
-        let v = self.b.param(TensorType::new(s.dtype, [s.numel]));
-        self.params.push(ParamSource::Storage(slot));
+        let v = self.new_param(ParamSource::Storage(slot), TensorType::new(s.dtype, [s.numel]));
         self.storage_params[slot] = Some(v.clone());
         v
     }
@@ -497,8 +512,7 @@ impl<'a> Ctx<'a> {
         let state = match &self.rng {
             Some(s) => s.clone(),
             None => {
-                let s = self.b.param(TensorType::new(DType::U64, [2]));
-                self.params.push(ParamSource::Rng);
+                let s = self.new_param(ParamSource::Rng, TensorType::new(DType::U64, [2]));
                 self.rng = Some(s.clone());
                 s
             }
@@ -547,10 +561,38 @@ impl<'a> Ctx<'a> {
 /// Lowers one call with its table rule: builds the program, writes mutated arguments back,
 /// and records where parameters come from and results go.
 pub fn lower(call: &OpCall) -> Result<Lowered> {
+    let (b, op) = lower_into(Builder::new(), call, None)?;
+    Ok(Lowered {
+        mlir: b.finish(&op.values),
+        params: op.params,
+        outputs: op.outputs,
+        results: op.results,
+    })
+}
+
+/// One call lowered into a builder shared with other calls.
+pub struct LoweredOp {
+    /// Parameter sources in the order the call asked for them.
+    pub params: Vec<ParamSource>,
+    /// Output descriptions.
+    pub outputs: Vec<OutputSpec>,
+    /// How to fill the schema's returns.
+    pub results: Vec<ResultSink>,
+    /// The flat value of each output, in `outputs` order.
+    pub values: Vec<Value>,
+}
+
+/// Lowers one call into `b`; `provider` supplies input values (new parameters when `None`).
+pub fn lower_into<'a>(
+    b: Builder,
+    call: &'a OpCall,
+    provider: Option<&'a mut dyn ParamProvider>,
+) -> Result<(Builder, LoweredOp)> {
     let entry = op_entry(call.op);
     let mut ctx = Ctx::new(call, entry.name);
+    ctx.b = b;
+    ctx.provider = provider;
     let results = (entry.rule)(&mut ctx)?;
-
     // Results that alias a mutated argument are written back unless the rule wrote them.
     let mut sinks = Vec::new();
     let mut fresh: Vec<Value> = Vec::new();
@@ -616,10 +658,13 @@ pub fn lower(call: &OpCall) -> Result<Lowered> {
         }
     }
     let Ctx { b, params, .. } = ctx;
-    Ok(Lowered {
-        mlir: b.finish(&out_values),
-        params,
-        outputs,
-        results: sinks,
-    })
+    Ok((
+        b,
+        LoweredOp {
+            params,
+            outputs,
+            results: sinks,
+            values: out_values,
+        },
+    ))
 }

@@ -19,4 +19,4 @@ pub use call::{
 };
 pub use error::{Error, Result};
 pub use table::{lookup, op_entry, op_names, OpEntry, OpId};
-pub use call::lower;
+pub use call::{lower, lower_into, LoweredOp, ParamProvider};

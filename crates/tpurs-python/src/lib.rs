@@ -155,6 +155,24 @@ fn reset_peak_memory_stats(device: i64) -> PyResult<()> {
     Ok(())
 }
 
+/// Sets the eager mode: 0 = DEFER_NEVER, 1 = DEFER_AND_FUSE, 2 = DEFER_NEVER_AND_LAUNCH_BLOCKING.
+#[pyfunction]
+fn set_eager_mode(mode: u8) -> PyResult<()> {
+    let m = match mode {
+        0 => tpurs_runtime::EagerMode::DeferNever,
+        1 => tpurs_runtime::EagerMode::DeferAndFuse,
+        2 => tpurs_runtime::EagerMode::LaunchBlocking,
+        _ => return Err(PyValueError::new_err(format!("unknown eager mode {mode}"))),
+    };
+    tpurs_runtime::set_eager_mode(m).map_err(to_py)
+}
+
+/// The eager mode as set by `set_eager_mode`.
+#[pyfunction]
+fn eager_mode() -> u8 {
+    tpurs_runtime::eager_mode() as u8
+}
+
 /// Number of programs in the in-memory compile cache.
 #[pyfunction]
 fn compile_cache_size() -> usize {
@@ -181,5 +199,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
+    m.add_function(wrap_pyfunction!(set_eager_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(eager_mode, m)?)?;
     Ok(())
 }

@@ -1,66 +1,119 @@
-//! The first-tier compile cache: in memory, keyed by the op call's signature.
-//!
-//! The key holds everything the program depends on (op, argument kinds, dtypes, shapes,
-//! strides, offsets, storage sizes, attribute values) and nothing it does not (scalar values
-//! passed at run time, device: executables are compiled portable).
+//! The first-tier compile cache, in memory. Two levels:
+//! - op plans, keyed by the call's signature (op, argument kinds, dtypes, shapes, strides,
+//!   offsets, storage sizes, attribute values; not scalar values, which are run-time
+//!   parameters, nor the device: executables are compiled portable). A plan holds the
+//!   lowering and, once launched on its own, the executable.
+//! - fused programs (fused eager), keyed by the sequence of plans and how they feed each
+//!   other.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
-use tpurs_ops::Lowered;
+use tpurs_ops::{Lowered, OpCall};
 use tpurs_pjrt::{CompileOptions, LoadedExecutable};
 
 use crate::metrics::{bump, metrics};
 use crate::runtime::Runtime;
 use crate::Result;
 
-/// A compiled op: the executable and how to feed and read it.
-pub struct Compiled {
-    /// The executable.
-    pub exe: LoadedExecutable,
-    /// Parameter sources and result sinks.
+/// A lowered op call: its program, how to feed and read it, and its executable once built.
+pub struct Plan {
+    /// Unique id (part of fused-program keys).
+    pub id: u64,
+    /// The call the plan was lowered from (re-lowered into fused programs).
+    pub call: OpCall,
+    /// Parameter sources, outputs, result sinks and the program text.
     pub lowered: Lowered,
+    exe: OnceLock<LoadedExecutable>,
 }
 
-type Cache = Mutex<FxHashMap<Box<[u64]>, Arc<Compiled>>>;
+impl Plan {
+    /// The executable of the op alone, compiled on first use.
+    pub fn executable(&self, rt: &Runtime) -> Result<&LoadedExecutable> {
+        if let Some(e) = self.exe.get() {
+            return Ok(e);
+        }
+        let exe = compile(rt, &self.lowered.mlir)?;
+        let _ = self.exe.set(exe);
+        Ok(self.exe.get().expect("just set"))
+    }
+}
 
-fn cache() -> &'static Cache {
-    static C: OnceLock<Cache> = OnceLock::new();
+/// Compiles a module, counting compiles and compile time.
+pub fn compile(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
+    let start = Instant::now();
+    let exe = rt.client.compile(mlir, &CompileOptions::default());
+    bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
+    let exe = exe.inspect_err(|_| {
+        if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
+            eprintln!("{mlir}");
+        }
+    })?;
+    bump(&metrics().compiles, 1);
+    Ok(exe)
+}
+
+type PlanCache = Mutex<FxHashMap<Box<[u64]>, Arc<Plan>>>;
+
+fn plans() -> &'static PlanCache {
+    static C: OnceLock<PlanCache> = OnceLock::new();
     C.get_or_init(|| Mutex::new(FxHashMap::default()))
 }
 
-/// Looks up `key`; on a miss calls `lower` and compiles its program.
-pub fn get_or_compile(
-    rt: &Runtime,
-    key: &[u64],
-    lower: impl FnOnce() -> Result<Lowered>,
-) -> Result<Arc<Compiled>> {
-    if let Some(c) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+/// Looks up `key`; on a miss calls `lower` and stores the plan.
+pub fn get_or_lower(key: &[u64], lower: impl FnOnce() -> Result<(OpCall, Lowered)>) -> Result<Arc<Plan>> {
+    if let Some(p) = plans().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
         bump(&metrics().cache_hits, 1);
-        return Ok(c.clone());
+        return Ok(p.clone());
     }
     bump(&metrics().cache_misses, 1);
-    let lowered = lower()?;
-    let start = Instant::now();
-    let exe = rt.client.compile(&lowered.mlir, &CompileOptions::default());
-    bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
-    let exe = exe.map_err(|e| {
-        if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
-            eprintln!("{}", lowered.mlir);
-        }
-        e
-    })?;
-    bump(&metrics().compiles, 1);
-    let compiled = Arc::new(Compiled { exe, lowered });
-    cache()
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let (call, lowered) = lower()?;
+    let plan = Arc::new(Plan {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        call,
+        lowered,
+        exe: OnceLock::new(),
+    });
+    plans()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(key.into(), compiled.clone());
-    Ok(compiled)
+        .insert(key.into(), plan.clone());
+    Ok(plan)
 }
 
-/// Number of cached programs.
+/// A fused program and which batch nodes its outputs are.
+pub struct Fused {
+    /// The executable.
+    pub exe: LoadedExecutable,
+}
+
+type FusedCache = Mutex<FxHashMap<Box<[u64]>, Arc<Fused>>>;
+
+fn fused() -> &'static FusedCache {
+    static C: OnceLock<FusedCache> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(FxHashMap::default()))
+}
+
+/// Looks up a fused program; on a miss `build` returns its module text, which is compiled.
+pub fn get_or_compile_fused(rt: &Runtime, key: &[u64], build: impl FnOnce() -> Result<String>) -> Result<Arc<Fused>> {
+    if let Some(f) = fused().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        bump(&metrics().cache_hits, 1);
+        return Ok(f.clone());
+    }
+    bump(&metrics().cache_misses, 1);
+    let mlir = build()?;
+    let f = Arc::new(Fused { exe: compile(rt, &mlir)? });
+    fused()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key.into(), f.clone());
+    Ok(f)
+}
+
+/// Number of cached op plans and fused programs.
 pub fn cache_len() -> usize {
-    cache().lock().map(|c| c.len()).unwrap_or(0)
+    plans().lock().map(|c| c.len()).unwrap_or(0) + fused().lock().map(|c| c.len()).unwrap_or(0)
 }

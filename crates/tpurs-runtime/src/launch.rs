@@ -9,12 +9,13 @@ use tpurs_ops::dtype::from_scalar_type;
 use tpurs_ops::{Arg, OpCall, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta, TensorMeta};
 use tpurs_pjrt::Buffer;
 
-use crate::cache::get_or_compile;
+use crate::cache::{get_or_lower, Plan};
+use crate::defer::{Batch, Binding};
 use crate::error::{invalid, ErrorKind, Result};
 use crate::ffi::{self, kind, TpursArg, TpursOpResults, TpursReplace, TpursResult, TpursWrite};
 use crate::metrics::{bump, metrics};
-use crate::runtime::{runtime, Runtime};
-use crate::storage::{Flat, Storage};
+use crate::runtime::{eager_mode, runtime, EagerMode, Runtime};
+use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::{element_type, zeros};
 
 /// Per-thread buffers reused across calls so the hot path does not allocate for keys.
@@ -113,14 +114,15 @@ impl Scratch {
         if p.is_null() {
             return invalid(ErrorKind::Runtime, "tpu tensor without storage");
         }
-        // SAFETY: the bridge passes storages created by `storage_new` that outlive the call.
+        // SAFETY: the bridge passes storages created by this crate that outlive the call.
         let storage = unsafe { &*p };
-        let meta = match storage.get() {
-            Some(f) => StorageMeta {
+        let meta = match storage.contents() {
+            Contents::Ready(f) => StorageMeta {
                 numel: f.numel,
                 dtype: f.dtype,
             },
-            None => {
+            Contents::Pending { dtype, numel, .. } => StorageMeta { numel, dtype },
+            Contents::Empty => {
                 let dtype = dtype_of(a.dtype)?;
                 StorageMeta {
                     numel: (storage.nbytes / dtype.byte_size()) as i64,
@@ -328,7 +330,16 @@ pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
     }
 }
 
-/// Runs one call and returns what it produced.
+/// Where the outputs of one launch or recording come from.
+enum Produced {
+    /// Computed buffers, one per output.
+    Buffers(Vec<Buffer>),
+    /// Pending nodes of a batch, starting at this node index.
+    Pending(u32),
+}
+
+/// Runs one call (launching it, or recording it in fused eager mode) and returns what it
+/// produced.
 pub(crate) fn run(call: &CallDesc) -> Result<TpursOpResults> {
     let rt = runtime()?;
     SCRATCH.with(|cell| {
@@ -347,134 +358,270 @@ pub(crate) fn run(call: &CallDesc) -> Result<TpursOpResults> {
         }
         let dev = rt.check_device(device.unwrap_or(0) as i64)?;
         let key = std::mem::take(&mut s.key);
-        let compiled = get_or_compile(rt, &key, || {
+        let plan = get_or_lower(&key, || {
             let op_call = build_call(call, s)?;
-            Ok(tpurs_ops::lower(&op_call)?)
+            let lowered = tpurs_ops::lower(&op_call)?;
+            Ok((op_call, lowered))
         });
         s.key = key;
-        let compiled = compiled?;
-        let lowered = &compiled.lowered;
-
-        let mut params: Vec<Arc<Buffer>> = Vec::with_capacity(lowered.params.len());
-        for p in &lowered.params {
-            params.push(match *p {
-                ParamSource::Storage(slot) => {
-                    // SAFETY: slot pointers were taken from this call's live arguments.
-                    let storage = unsafe { &*s.slots[slot] };
-                    match storage.get() {
-                        Some(f) => f.buffer,
-                        None => {
-                            let m = &s.slot_meta[slot];
-                            let flat = zeros(rt, dev, m.dtype, m.numel)?;
-                            storage.set(flat.clone());
-                            flat.buffer
-                        }
-                    }
-                }
-                ParamSource::Scalar(arg, item) => scalar_buffer(rt, source_arg(call.args, arg, item), dev)?,
-                ParamSource::Rng => {
-                    let state = rt.next_rng(dev);
-                    let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    Arc::new(rt.client.buffer_from_host(&bytes, tpurs_pjrt::ElementType::U64, &[2], dev)?)
-                }
-            });
+        let plan = plan?;
+        let mode = eager_mode();
+        let mut batch = rt.batch(dev);
+        if mode == EagerMode::DeferAndFuse {
+            let bindings = bind_params(rt, s, call, &plan, dev, &mut batch)?;
+            let first = batch.record(&plan, bindings);
+            let out = finish(s, &plan, dev, Produced::Pending(first), Some(&mut batch));
+            if batch.len() >= fuse_limit() {
+                batch.flush(rt, dev)?;
+            }
+            return out;
         }
+        // Launching on its own: anything deferred earlier goes first.
+        batch.flush(rt, dev)?;
+        drop(batch);
+        let params = gather_params(rt, s, call, &plan, dev)?;
         let refs: Vec<&Buffer> = params.iter().map(|b| b.as_ref()).collect();
-        let outs = compiled.exe.execute(&refs, dev)?;
+        let outs = plan.executable(rt)?.execute(&refs, dev)?;
         drop(refs);
         drop(params);
         bump(&metrics().op_launches, 1);
-
-        let mut fresh: Vec<*mut Storage> = Vec::new();
-        let mut last: Option<Arc<Buffer>> = None;
-        s.sizes.clear();
-        for (spec, buf) in lowered.outputs.iter().zip(outs) {
-            let buf = Arc::new(buf);
-            last = Some(buf.clone());
-            match spec {
-                tpurs_ops::OutputSpec::Fresh(ty) => {
-                    let st = Storage::new(dev, ty.numel() as usize * ty.dtype.byte_size());
-                    st.set(Flat { buffer: buf, dtype: ty.dtype, numel: ty.numel() });
-                    fresh.push(Box::into_raw(Box::new(st)));
-                    s.sizes.push(ty.shape.clone());
-                }
-                tpurs_ops::OutputSpec::Storage(slot) => {
-                    // SAFETY: as above.
-                    let storage = unsafe { &*s.slots[*slot] };
-                    let m = &s.slot_meta[*slot];
-                    storage.set(Flat { buffer: buf, dtype: m.dtype, numel: m.numel });
-                }
-                tpurs_ops::OutputSpec::Replace(k, ty) => {
-                    let st = Storage::new(dev, ty.numel() as usize * ty.dtype.byte_size());
-                    st.set(Flat { buffer: buf, dtype: ty.dtype, numel: ty.numel() });
-                    s.sizes.push(ty.shape.clone());
-                    s.replaces.push(TpursReplace {
-                        target: *k as i32,
-                        dtype: tpurs_ops::dtype::to_scalar_type(ty.dtype),
-                        ndim: ty.rank() as i64,
-                        sizes: std::ptr::null(),
-                        storage: Box::into_raw(Box::new(st)) as *mut _,
-                        nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
-                    });
-                }
+        if mode == EagerMode::LaunchBlocking {
+            for b in &outs {
+                b.block_until_ready()?;
             }
         }
-        if let Some(b) = last {
-            *rt.last_output[dev].lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
-        }
-        // Sizes live in `s.sizes`: fresh outputs first (in order), then replacements.
-        let fresh_tys: Vec<&tpurs_hlo::TensorType> = lowered
-            .outputs
-            .iter()
-            .filter_map(|o| match o {
-                tpurs_ops::OutputSpec::Fresh(t) => Some(t),
-                _ => None,
-            })
-            .collect();
-        let nfresh = fresh_tys.len();
-        for (r, rep) in s.replaces.iter_mut().enumerate() {
-            rep.sizes = s.sizes[nfresh + r].as_ptr();
-        }
-        let fresh_result = |n: usize, sizes: &[Vec<i64>]| TpursResult {
-            kind: ffi::result::FRESH,
-            dtype: tpurs_ops::dtype::to_scalar_type(fresh_tys[n].dtype),
-            alias: -1,
-            device: dev as i32,
-            ndim: fresh_tys[n].rank() as i64,
-            sizes: sizes[n].as_ptr(),
-            storage: fresh[n] as *mut _,
-            nbytes: (fresh_tys[n].numel() as usize * fresh_tys[n].dtype.byte_size()) as i64,
-        };
-        let empty = TpursResult {
-            kind: ffi::result::UNDEFINED,
-            dtype: 0,
-            alias: -1,
-            device: dev as i32,
-            ndim: 0,
-            sizes: std::ptr::null(),
-            storage: std::ptr::null_mut(),
-            nbytes: 0,
-        };
-        for sink in &lowered.results {
-            match sink {
-                tpurs_ops::ResultSink::Fresh(n) => s.results.push(fresh_result(*n, &s.sizes)),
-                tpurs_ops::ResultSink::FreshList(idx) => {
-                    s.results.push(TpursResult { kind: ffi::result::LIST, ndim: idx.len() as i64, ..empty });
-                    for &n in idx {
-                        s.results.push(fresh_result(n, &s.sizes));
+        finish(s, &plan, dev, Produced::Buffers(outs), None)
+    })
+}
+
+fn fuse_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("TPURS_FUSE_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(128)
+    })
+}
+
+/// The current buffer of storage slot `slot`, zero-filled if it was never written.
+fn storage_buffer(rt: &Runtime, s: &Scratch, slot: usize, dev: usize) -> Result<Arc<Buffer>> {
+    // SAFETY: slot pointers were taken from this call's live arguments.
+    let storage = unsafe { &*s.slots[slot] };
+    if let Some(f) = crate::defer::ready(rt, storage)? {
+        return Ok(f.buffer);
+    }
+    let m = &s.slot_meta[slot];
+    let flat = zeros(rt, dev, m.dtype, m.numel)?;
+    storage.set(flat.clone());
+    Ok(flat.buffer)
+}
+
+/// A fresh generator-state buffer for one random op.
+fn rng_buffer(rt: &Runtime, dev: usize) -> Result<Arc<Buffer>> {
+    let state = rt.next_rng(dev);
+    let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_le_bytes()).collect();
+    Ok(Arc::new(rt.client.buffer_from_host(&bytes, tpurs_pjrt::ElementType::U64, &[2], dev)?))
+}
+
+/// Parameter buffers of a launch on its own.
+fn gather_params(rt: &Runtime, s: &Scratch, call: &CallDesc, plan: &Plan, dev: usize) -> Result<Vec<Arc<Buffer>>> {
+    plan.lowered
+        .params
+        .iter()
+        .map(|p| match *p {
+            ParamSource::Storage(slot) => storage_buffer(rt, s, slot, dev),
+            ParamSource::Scalar(arg, item) => scalar_buffer(rt, source_arg(call.args, arg, item), dev),
+            ParamSource::Rng => rng_buffer(rt, dev),
+        })
+        .collect()
+}
+
+/// Parameter bindings of a recorded op: pending storages of this batch feed from their node.
+fn bind_params(
+    rt: &Runtime,
+    s: &Scratch,
+    call: &CallDesc,
+    plan: &Plan,
+    dev: usize,
+    batch: &mut Batch,
+) -> Result<Vec<Binding>> {
+    let mut bindings = Vec::with_capacity(plan.lowered.params.len());
+    for p in &plan.lowered.params {
+        let b = match *p {
+            ParamSource::Storage(slot) => {
+                // SAFETY: as in `storage_buffer`.
+                let storage = unsafe { &*s.slots[slot] };
+                match storage.contents() {
+                    Contents::Pending { batch: id, node, .. } if id == batch.id() => Binding::Node(node),
+                    Contents::Ready(f) => batch.external(f.buffer),
+                    _ => {
+                        let m = &s.slot_meta[slot];
+                        let flat = zeros(rt, dev, m.dtype, m.numel)?;
+                        storage.set(flat.clone());
+                        batch.external(flat.buffer)
                     }
                 }
-                tpurs_ops::ResultSink::Alias(k) => {
-                    s.results.push(TpursResult { kind: ffi::result::ALIAS, alias: *k as i32, ..empty })
-                }
-                tpurs_ops::ResultSink::Undefined => s.results.push(empty),
             }
+            ParamSource::Scalar(arg, item) => batch.external(scalar_buffer(rt, source_arg(call.args, arg, item), dev)?),
+            ParamSource::Rng => batch.external(rng_buffer(rt, dev)?),
+        };
+        bindings.push(b);
+    }
+    Ok(bindings)
+}
+
+/// Gives each output its storage (new tensors, updated arguments, replaced out= storages)
+/// and describes the schema's results for the bridge.
+fn finish(
+    s: &mut Scratch,
+    plan: &Plan,
+    dev: usize,
+    produced: Produced,
+    mut batch: Option<&mut Batch>,
+) -> Result<TpursOpResults> {
+    let lowered = &plan.lowered;
+    let (mut buffers, first_node) = match produced {
+        Produced::Buffers(b) => (Some(b.into_iter()), 0),
+        Produced::Pending(first) => (None, first),
+    };
+    let mut fresh: Vec<*mut std::ffi::c_void> = Vec::new();
+    let mut last: Option<Arc<Buffer>> = None;
+    s.sizes.clear();
+    for (i, spec) in lowered.outputs.iter().enumerate() {
+        let node = first_node + i as u32;
+        let contents = match (buffers.as_mut(), batch.as_ref()) {
+            (Some(it), _) => {
+                let buffer = Arc::new(it.next().expect("one buffer per output"));
+                last = Some(buffer.clone());
+                let (dtype, numel) = output_type(plan, spec);
+                Contents::Ready(Flat { buffer, dtype, numel })
+            }
+            (None, Some(b)) => b.pending(node),
+            (None, None) => unreachable!("pending outputs come with their batch"),
+        };
+        let storage: Arc<Storage> = match spec {
+            tpurs_ops::OutputSpec::Fresh(ty) | tpurs_ops::OutputSpec::Replace(_, ty) => {
+                s.sizes.push(ty.shape.clone());
+                Arc::new(Storage::with_contents(dev, ty.numel() as usize * ty.dtype.byte_size(), contents))
+            }
+            tpurs_ops::OutputSpec::Storage(slot) => {
+                // SAFETY: slot pointers were taken from this call's live arguments.
+                let st = unsafe { Storage::arc_from_raw(s.slots[*slot] as *const _) };
+                st.set_contents(contents);
+                st
+            }
+        };
+        if let Some(b) = batch.as_mut() {
+            b.bind(node, &storage);
         }
-        Ok(TpursOpResults {
-            n: s.results.len() as i64,
-            results: s.results.as_ptr(),
-            nreplace: s.replaces.len() as i64,
-            replaces: s.replaces.as_ptr(),
+        match spec {
+            tpurs_ops::OutputSpec::Fresh(_) => fresh.push(storage.into_raw()),
+            tpurs_ops::OutputSpec::Replace(k, ty) => s.replaces.push(TpursReplace {
+                target: *k as i32,
+                dtype: tpurs_ops::dtype::to_scalar_type(ty.dtype),
+                ndim: ty.rank() as i64,
+                sizes: std::ptr::null(),
+                storage: storage.into_raw(),
+                nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
+            }),
+            tpurs_ops::OutputSpec::Storage(_) => {}
+        }
+    }
+    if let Some(b) = last {
+        let rt = runtime()?;
+        *rt.last_output[dev].lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+    }
+    Ok(describe_results(s, plan, dev, &fresh))
+}
+
+/// Element type and count of one output's flat buffer.
+fn output_type(plan: &Plan, spec: &tpurs_ops::OutputSpec) -> (DType, i64) {
+    match spec {
+        tpurs_ops::OutputSpec::Fresh(t) | tpurs_ops::OutputSpec::Replace(_, t) => (t.dtype, t.numel()),
+        tpurs_ops::OutputSpec::Storage(slot) => {
+            let m = &plan.call.storages[*slot];
+            (m.dtype, m.numel)
+        }
+    }
+}
+
+/// Fills the scratch result arrays the bridge reads.
+fn describe_results(s: &mut Scratch, plan: &Plan, dev: usize, fresh: &[*mut std::ffi::c_void]) -> TpursOpResults {
+    let lowered = &plan.lowered;
+    let fresh_tys: Vec<&tpurs_hlo::TensorType> = lowered
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            tpurs_ops::OutputSpec::Fresh(t) => Some(t),
+            _ => None,
         })
-    })
+        .collect();
+    // Sizes live in `s.sizes` in output order; fresh ones and replacements interleave.
+    let mut fresh_sizes = Vec::new();
+    let mut replace_sizes = Vec::new();
+    let mut k = 0;
+    for o in &lowered.outputs {
+        match o {
+            tpurs_ops::OutputSpec::Fresh(_) => {
+                fresh_sizes.push(k);
+                k += 1;
+            }
+            tpurs_ops::OutputSpec::Replace(..) => {
+                replace_sizes.push(k);
+                k += 1;
+            }
+            tpurs_ops::OutputSpec::Storage(_) => {}
+        }
+    }
+    for (r, rep) in s.replaces.iter_mut().enumerate() {
+        rep.sizes = s.sizes[replace_sizes[r]].as_ptr();
+    }
+    let fresh_result = |n: usize, sizes: &[Vec<i64>]| TpursResult {
+        kind: ffi::result::FRESH,
+        dtype: tpurs_ops::dtype::to_scalar_type(fresh_tys[n].dtype),
+        alias: -1,
+        device: dev as i32,
+        ndim: fresh_tys[n].rank() as i64,
+        sizes: sizes[fresh_sizes[n]].as_ptr(),
+        storage: fresh[n],
+        nbytes: (fresh_tys[n].numel() as usize * fresh_tys[n].dtype.byte_size()) as i64,
+    };
+    let empty = TpursResult {
+        kind: ffi::result::UNDEFINED,
+        dtype: 0,
+        alias: -1,
+        device: dev as i32,
+        ndim: 0,
+        sizes: std::ptr::null(),
+        storage: std::ptr::null_mut(),
+        nbytes: 0,
+    };
+    for sink in &lowered.results {
+        match sink {
+            tpurs_ops::ResultSink::Fresh(n) => s.results.push(fresh_result(*n, &s.sizes)),
+            tpurs_ops::ResultSink::FreshList(idx) => {
+                s.results.push(TpursResult {
+                    kind: ffi::result::LIST,
+                    ndim: idx.len() as i64,
+                    ..empty
+                });
+                for &n in idx {
+                    s.results.push(fresh_result(n, &s.sizes));
+                }
+            }
+            tpurs_ops::ResultSink::Alias(k) => s.results.push(TpursResult {
+                kind: ffi::result::ALIAS,
+                alias: *k as i32,
+                ..empty
+            }),
+            tpurs_ops::ResultSink::Undefined => s.results.push(empty),
+        }
+    }
+    TpursOpResults {
+        n: s.results.len() as i64,
+        results: s.results.as_ptr(),
+        nreplace: s.replaces.len() as i64,
+        replaces: s.replaces.as_ptr(),
+    }
 }

@@ -6,6 +6,7 @@
 //! structs, so one build of this crate serves every torch version.
 
 mod cache;
+mod defer;
 mod error;
 pub mod ffi;
 mod launch;
@@ -19,5 +20,5 @@ pub use cache::cache_len;
 pub use metrics::{metrics_snapshot, reset_metrics, MetricsSnapshot};
 pub use runtime::RngState;
 pub use storage::{max_memory_allocated, memory_allocated, reset_peak};
-pub use runtime::{init, runtime, Runtime};
+pub use runtime::{eager_mode, init, runtime, set_eager_mode, EagerMode, Runtime};
 pub use storage::Storage;

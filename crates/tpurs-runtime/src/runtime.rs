@@ -1,12 +1,48 @@
 //! The process-wide runtime: the PJRT client and per-device state (generator, last launch).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rustc_hash::FxHashMap;
 use tpurs_pjrt::{Buffer, Client, NamedValue};
 
+use crate::defer::Batch;
 use crate::error::{invalid, ErrorKind, Result};
+
+/// How ops are launched (TorchTPU's `EagerMode` names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EagerMode {
+    /// Each op compiled (cached) and launched on its own.
+    DeferNever = 0,
+    /// Ops are deferred and fused into one program until a value is needed.
+    DeferAndFuse = 1,
+    /// Op by op, waiting for each launch (errors point at the op).
+    LaunchBlocking = 2,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(EagerMode::DeferNever as u8);
+
+/// The current eager mode.
+pub fn eager_mode() -> EagerMode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => EagerMode::DeferAndFuse,
+        2 => EagerMode::LaunchBlocking,
+        _ => EagerMode::DeferNever,
+    }
+}
+
+/// Sets the eager mode; pending work is launched first.
+pub fn set_eager_mode(mode: EagerMode) -> Result<()> {
+    if let Ok(rt) = runtime() {
+        for d in 0..rt.device_count() {
+            rt.batch(d).flush(rt, d)?;
+        }
+    }
+    MODE.store(mode as u8, Ordering::Relaxed);
+    Ok(())
+}
 
 /// Per-device generator state: the seed and how many random ops have drawn from it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -26,6 +62,7 @@ pub struct Runtime {
     pub(crate) rng: Vec<Mutex<RngState>>,
     pub(crate) last_output: Vec<Mutex<Option<Arc<Buffer>>>>,
     pub(crate) scalars: Mutex<FxHashMap<(i32, u64, usize), Arc<Buffer>>>,
+    batches: Vec<Mutex<Batch>>,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -60,6 +97,7 @@ pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runt
         rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
         last_output: (0..n).map(|_| Mutex::new(None)).collect(),
         scalars: Mutex::new(FxHashMap::default()),
+        batches: (0..n).map(|_| Mutex::new(Batch::default())).collect(),
     };
     Ok(RUNTIME.get_or_init(|| rt))
 }
@@ -105,8 +143,14 @@ impl Runtime {
         [key, 0]
     }
 
-    /// Waits for the most recent launch on `device` to finish.
+    /// The deferred batch of `device` (locked).
+    pub(crate) fn batch(&self, device: usize) -> MutexGuard<'_, Batch> {
+        self.batches[device].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Launches pending work and waits for the most recent launch on `device` to finish.
     pub fn synchronize(&self, device: usize) -> Result<()> {
+        self.batch(device).flush(self, device)?;
         let last = self.last_output[device]
             .lock()
             .unwrap_or_else(|e| e.into_inner())

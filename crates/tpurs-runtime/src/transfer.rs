@@ -34,6 +34,25 @@ pub(crate) fn element_type(d: DType) -> ElementType {
     }
 }
 
+/// The dtype of a PJRT element type.
+pub(crate) fn dtype_of_element(e: ElementType) -> DType {
+    match e {
+        ElementType::Pred => DType::Bool,
+        ElementType::U8 => DType::U8,
+        ElementType::S8 => DType::I8,
+        ElementType::S16 => DType::I16,
+        ElementType::S32 => DType::I32,
+        ElementType::S64 => DType::I64,
+        ElementType::U16 => DType::U16,
+        ElementType::U32 => DType::U32,
+        ElementType::U64 => DType::U64,
+        ElementType::F16 => DType::F16,
+        ElementType::BF16 => DType::BF16,
+        ElementType::F32 => DType::F32,
+        ElementType::F64 => DType::F64,
+    }
+}
+
 /// A zero-filled flat buffer.
 pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Result<Flat> {
     let bytes = vec![0u8; numel as usize * dtype.byte_size()];
@@ -46,13 +65,13 @@ pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Re
 }
 
 pub(crate) extern "C" fn storage_new(device: i32, nbytes: i64) -> *mut c_void {
-    Box::into_raw(Box::new(Storage::new(device.max(0) as usize, nbytes.max(0) as usize))) as *mut c_void
+    Arc::new(Storage::new(device.max(0) as usize, nbytes.max(0) as usize)).into_raw()
 }
 
 pub(crate) extern "C" fn storage_free(p: *mut c_void) {
     if !p.is_null() {
-        // SAFETY: `p` came from `Box::into_raw` in this crate and is freed once, by torch.
-        drop(unsafe { Box::from_raw(p as *mut Storage) });
+        // SAFETY: `p` came from `Storage::into_raw` and torch frees it once.
+        unsafe { Storage::release_raw(p) };
     }
 }
 
@@ -170,17 +189,18 @@ fn write_flat(dst: &View, flat: Flat) -> Result<()> {
 /// The contents of the view `src` as a dense flat buffer on its device.
 fn read_flat(rt: &Runtime, src: &View) -> Result<Flat> {
     if src.is_whole() {
-        match src.storage.get() {
+        match crate::defer::ready(rt, src.storage)? {
             Some(f) if f.dtype == src.dtype => return Ok(f),
             None => return zeros(rt, src.storage.device, src.dtype, src.numel()),
             _ => {}
         }
     }
     let r = run_named("clone", &[*src.arg], &[], &[ffi::RETURN_FRESH])?;
-    // SAFETY: `clone` returns exactly one fresh result whose storage we now own.
-    let storage = unsafe { Box::from_raw((*r.results).storage as *mut Storage) };
-    storage
-        .get()
+    // SAFETY: `clone` returns exactly one fresh result whose reference we now own.
+    let p = unsafe { (*r.results).storage };
+    let storage = unsafe { Storage::arc_from_raw(p) };
+    unsafe { Storage::release_raw(p) };
+    crate::defer::ready(rt, &storage)?
         .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, "clone produced no buffer".into()))
 }
 

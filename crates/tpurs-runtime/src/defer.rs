@@ -1,0 +1,235 @@
+//! Fused eager: ops are recorded into a per-device batch instead of launched, and the batch
+//! runs as one program when a value is needed (a read to the host, a synchronize, a copy
+//! between devices) or when it reaches `TPURS_FUSE_LIMIT` ops. A steady training loop
+//! replays the same batches, so each compiles once and every later step is a cache hit.
+//!
+//! Lowering (and so every shape or dtype error) still happens at the op call; only the
+//! launch is deferred. Outputs nobody holds any more at flush time are not materialised.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use tpurs_hlo::{Builder, TensorType, Value};
+use tpurs_ops::{lower_into, ParamProvider, ParamSource};
+use tpurs_pjrt::Buffer;
+
+use crate::cache::{get_or_compile_fused, Plan};
+use crate::error::Result;
+use crate::metrics::{bump, metrics};
+use crate::runtime::Runtime;
+use crate::storage::{Contents, Flat, Storage};
+use crate::transfer::dtype_of_element;
+
+/// How a recorded op's parameter is fed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Binding {
+    /// External buffer `k` of the batch.
+    External(u32),
+    /// Output `n` of an earlier op of the batch.
+    Node(u32),
+}
+
+struct Node {
+    storage: Weak<Storage>,
+    ty: TensorType,
+}
+
+/// The ops recorded on one device since the last flush.
+pub(crate) struct Batch {
+    id: u64,
+    ops: Vec<(Arc<Plan>, Vec<Binding>)>,
+    externals: Vec<Arc<Buffer>>,
+    key: Vec<u64>,
+    nodes: Vec<Node>,
+}
+
+static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
+            ops: Vec::new(),
+            externals: Vec::new(),
+            key: Vec::new(),
+            nodes: Vec::new(),
+        }
+    }
+}
+
+impl Batch {
+    /// Number of recorded ops.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// The id pending contents of this batch carry.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Adds an external input buffer.
+    pub fn external(&mut self, buffer: Arc<Buffer>) -> Binding {
+        if let Some(i) = self.externals.iter().position(|b| Arc::ptr_eq(b, &buffer)) {
+            return Binding::External(i as u32);
+        }
+        self.externals.push(buffer);
+        Binding::External(self.externals.len() as u32 - 1)
+    }
+
+    /// Records an op; returns the node index of its first output.
+    pub fn record(&mut self, plan: &Arc<Plan>, bindings: Vec<Binding>) -> u32 {
+        self.key.push(plan.id);
+        for b in &bindings {
+            self.key.push(match *b {
+                Binding::External(k) => (k as u64) << 1,
+                Binding::Node(n) => ((n as u64) << 1) | 1,
+            });
+        }
+        self.ops.push((plan.clone(), bindings));
+        let first = self.nodes.len() as u32;
+        for spec in &plan.lowered.outputs {
+            let ty = match spec {
+                tpurs_ops::OutputSpec::Fresh(t) | tpurs_ops::OutputSpec::Replace(_, t) => {
+                    TensorType::new(t.dtype, [t.numel()])
+                }
+                tpurs_ops::OutputSpec::Storage(slot) => {
+                    let m = &plan.call.storages[*slot];
+                    TensorType::new(m.dtype, [m.numel])
+                }
+            };
+            self.nodes.push(Node {
+                storage: Weak::new(),
+                ty,
+            });
+        }
+        first
+    }
+
+    /// The pending contents of node `n`.
+    pub fn pending(&self, n: u32) -> Contents {
+        let ty = &self.nodes[n as usize].ty;
+        Contents::Pending {
+            batch: self.id,
+            node: n,
+            dtype: ty.dtype,
+            numel: ty.shape[0],
+        }
+    }
+
+    /// Says which storage holds node `n`.
+    pub fn bind(&mut self, n: u32, storage: &Arc<Storage>) {
+        self.nodes[n as usize].storage = Arc::downgrade(storage);
+    }
+
+    /// Launches the batch as one program and makes its live outputs ready.
+    pub fn flush(&mut self, rt: &Runtime, device: usize) -> Result<()> {
+        if self.ops.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(self);
+        let live: Vec<(u32, Arc<Storage>)> = batch
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(n, node)| {
+                let s = node.storage.upgrade()?;
+                match s.contents() {
+                    Contents::Pending { batch: b, node: m, .. } if b == batch.id && m == n as u32 => {
+                        Some((n as u32, s))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        let mut key = batch.key.clone();
+        key.push(u64::MAX);
+        key.extend(live.iter().map(|(n, _)| *n as u64));
+        let result = get_or_compile_fused(rt, &key, || build(&batch, &live))
+            .and_then(|f| {
+                let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
+                Ok(f.exe.execute(&args, device)?)
+            });
+        let outs = match result {
+            Ok(outs) => outs,
+            Err(e) => {
+                for (_, s) in &live {
+                    s.set_contents(Contents::Empty);
+                }
+                return Err(e);
+            }
+        };
+        bump(&metrics().op_launches, 1);
+        let mut last = None;
+        for ((n, s), buf) in live.iter().zip(outs) {
+            let ty = &batch.nodes[*n as usize].ty;
+            let buffer = Arc::new(buf);
+            last = Some(buffer.clone());
+            s.set(Flat {
+                buffer,
+                dtype: ty.dtype,
+                numel: ty.shape[0],
+            });
+        }
+        if let Some(b) = last {
+            *rt.last_output[device].lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+        }
+        Ok(())
+    }
+}
+
+/// Feeds a re-lowered op from the batch's externals and earlier nodes.
+struct Feed<'a> {
+    bindings: &'a [Binding],
+    externals: &'a [Value],
+    nodes: &'a [Value],
+    next: usize,
+}
+
+impl ParamProvider for Feed<'_> {
+    fn value(&mut self, _b: &mut Builder, _source: ParamSource, _ty: TensorType) -> Value {
+        let b = self.bindings[self.next];
+        self.next += 1;
+        match b {
+            Binding::External(k) => self.externals[k as usize].clone(),
+            Binding::Node(n) => self.nodes[n as usize].clone(),
+        }
+    }
+}
+
+/// The module text of a batch: every op lowered into one program, live nodes returned.
+fn build(batch: &Batch, live: &[(u32, Arc<Storage>)]) -> Result<String> {
+    let mut b = Builder::new();
+    let externals: Vec<Value> = batch
+        .externals
+        .iter()
+        .map(|buf| b.param(TensorType::new(dtype_of_element(buf.element_type()), buf.dims())))
+        .collect();
+    let mut nodes: Vec<Value> = Vec::with_capacity(batch.nodes.len());
+    for (plan, bindings) in &batch.ops {
+        let mut feed = Feed {
+            bindings,
+            externals: &externals,
+            nodes: &nodes,
+            next: 0,
+        };
+        let (next, op) = lower_into(b, &plan.call, Some(&mut feed))?;
+        b = next;
+        nodes.extend(op.values);
+    }
+    let outs: Vec<Value> = live.iter().map(|(n, _)| nodes[*n as usize].clone()).collect();
+    Ok(b.finish(&outs))
+}
+
+/// Makes sure `storage` holds a computed buffer (flushing its device's batch if it is
+/// pending) and returns it; `None` when nothing was ever written.
+pub fn ready(rt: &Runtime, storage: &Storage) -> Result<Option<Flat>> {
+    if let Contents::Pending { .. } = storage.contents() {
+        let mut batch = rt.batch(storage.device);
+        batch.flush(rt, storage.device)?;
+    }
+    Ok(match storage.contents() {
+        Contents::Ready(f) => Some(f),
+        _ => None,
+    })
+}

@@ -4,6 +4,7 @@ synchronize, manual_seed, memory statistics, ...). Registered by `tpurs._autoloa
 from __future__ import annotations
 
 import enum
+import struct
 from typing import Any
 
 import torch
@@ -176,13 +177,13 @@ def initial_seed() -> int:
 def get_rng_state(d: Any = "tpu") -> torch.Tensor:
     """Generator state of a device as a ByteTensor (seed and offset, 16 bytes)."""
     s, o = _core.rng_state(_index(d))
-    return torch.tensor([s, o], dtype=torch.uint64).view(torch.uint8)
+    return torch.frombuffer(bytearray(struct.pack("<QQ", s, o)), dtype=torch.uint8)
 
 
 def set_rng_state(state: torch.Tensor, d: Any = "tpu") -> None:
     """Restores a state from `get_rng_state`."""
-    words = state.detach().cpu().contiguous().view(torch.uint64)
-    _core.set_rng_state(_index(d), int(words[0]), int(words[1]))
+    s, o = struct.unpack("<QQ", bytes(state.detach().cpu().contiguous().numpy()))
+    _core.set_rng_state(_index(d), s, o)
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

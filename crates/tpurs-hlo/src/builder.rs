@@ -151,7 +151,10 @@ impl Builder {
             text.push_str("  ");
         }
         text.push_str("^bb0(");
-        let decls: Vec<String> = args.iter().map(|a| format!("{}: {}", a.name, a.ty)).collect();
+        let decls: Vec<String> = args
+            .iter()
+            .map(|a| format!("{}: {}", a.name, a.ty))
+            .collect();
         join(&mut text, decls.iter().map(String::as_str));
         text.push_str("):\n");
         text.push_str(&inner);
@@ -164,7 +167,11 @@ impl Builder {
 
     /// A 0-d constant.
     pub fn constant(&mut self, value: Literal, dtype: DType) -> Value {
-        let attrs = format!("value = dense<{}> : tensor<{}>", value.mlir(dtype), dtype.mlir());
+        let attrs = format!(
+            "value = dense<{}> : tensor<{}>",
+            value.mlir(dtype),
+            dtype.mlir()
+        );
         self.emit1("stablehlo.constant", &[], &attrs, TensorType::scalar(dtype))
     }
 

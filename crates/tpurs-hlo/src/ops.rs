@@ -174,7 +174,12 @@ fn same_type(op: &'static str, a: &Value, b: &Value) -> Result<()> {
 impl Builder {
     /// `is_finite(x)` as a boolean tensor.
     pub fn is_finite(&mut self, x: &Value) -> Value {
-        self.emit1("stablehlo.is_finite", &[x], "", x.ty.with_dtype(DType::Bool))
+        self.emit1(
+            "stablehlo.is_finite",
+            &[x],
+            "",
+            x.ty.with_dtype(DType::Bool),
+        )
     }
 
     /// Elementwise comparison giving a boolean tensor.
@@ -192,7 +197,12 @@ impl Builder {
             "comparison_direction = #stablehlo<comparison_direction {d}>, compare_type = #stablehlo<comparison_type {}>",
             a.dtype().compare_type()
         );
-        Ok(self.emit1("stablehlo.compare", &[a, b], &attrs, a.ty.with_dtype(DType::Bool)))
+        Ok(self.emit1(
+            "stablehlo.compare",
+            &[a, b],
+            &attrs,
+            a.ty.with_dtype(DType::Bool),
+        ))
     }
 
     /// `pred ? on_true : on_false`, elementwise.
@@ -201,7 +211,12 @@ impl Builder {
         if pred.dtype() != DType::Bool || (pred.rank() != 0 && pred.shape() != on_true.shape()) {
             return invalid("stablehlo.select", format!("bad predicate {}", pred.ty));
         }
-        Ok(self.emit1("stablehlo.select", &[pred, on_true, on_false], "", on_true.ty.clone()))
+        Ok(self.emit1(
+            "stablehlo.select",
+            &[pred, on_true, on_false],
+            "",
+            on_true.ty.clone(),
+        ))
     }
 
     /// `min(max(x, lo), hi)`; `lo` and `hi` are 0-d or of x's shape.
@@ -219,13 +234,21 @@ impl Builder {
 
     /// Reinterprets the bits of each element as another type of the same width.
     pub fn bitcast_convert(&mut self, x: &Value, dtype: DType) -> Value {
-        self.emit1("stablehlo.bitcast_convert", &[x], "", x.ty.with_dtype(dtype))
+        self.emit1(
+            "stablehlo.bitcast_convert",
+            &[x],
+            "",
+            x.ty.with_dtype(dtype),
+        )
     }
 
     /// Broadcasts `x` into `shape`; operand dim `i` maps to result dim `dims[i]`.
     pub fn broadcast_in_dim(&mut self, x: &Value, shape: &[i64], dims: &[i64]) -> Result<Value> {
         if dims.len() != x.rank() {
-            return invalid("stablehlo.broadcast_in_dim", "dims must name every operand dim");
+            return invalid(
+                "stablehlo.broadcast_in_dim",
+                "dims must name every operand dim",
+            );
         }
         for (i, &d) in dims.iter().enumerate() {
             let ok = (d as usize) < shape.len()
@@ -252,7 +275,10 @@ impl Builder {
     /// Numpy-style broadcast of `x` to `shape` (trailing dimensions aligned).
     pub fn broadcast_to(&mut self, x: &Value, shape: &[i64]) -> Result<Value> {
         if x.rank() > shape.len() {
-            return invalid("broadcast_to", format!("cannot broadcast {} to {:?}", x.ty, shape));
+            return invalid(
+                "broadcast_to",
+                format!("cannot broadcast {} to {:?}", x.ty, shape),
+            );
         }
         let lead = (shape.len() - x.rank()) as i64;
         let dims: Vec<i64> = (0..x.rank() as i64).map(|i| i + lead).collect();
@@ -270,7 +296,12 @@ impl Builder {
         if x.shape() == shape {
             return Ok(x.clone());
         }
-        Ok(self.emit1("stablehlo.reshape", &[x], "", TensorType::new(x.dtype(), shape)))
+        Ok(self.emit1(
+            "stablehlo.reshape",
+            &[x],
+            "",
+            TensorType::new(x.dtype(), shape),
+        ))
     }
 
     /// Permutes dimensions: result dim `i` is operand dim `perm[i]`.
@@ -283,7 +314,12 @@ impl Builder {
         }
         let shape: Vec<i64> = perm.iter().map(|&p| x.shape()[p as usize]).collect();
         let attrs = format!("permutation = {}", i64_array(perm));
-        Ok(self.emit1("stablehlo.transpose", &[x], &attrs, TensorType::new(x.dtype(), shape)))
+        Ok(self.emit1(
+            "stablehlo.transpose",
+            &[x],
+            &attrs,
+            TensorType::new(x.dtype(), shape),
+        ))
     }
 
     /// Static strided slice `[start, limit)` with `strides` per dimension.
@@ -316,7 +352,12 @@ impl Builder {
             i64_array(limit),
             i64_array(strides)
         );
-        Ok(self.emit1("stablehlo.slice", &[x], &attrs, TensorType::new(x.dtype(), shape)))
+        Ok(self.emit1(
+            "stablehlo.slice",
+            &[x],
+            &attrs,
+            TensorType::new(x.dtype(), shape),
+        ))
     }
 
     /// Slice of `x` along one dimension.
@@ -357,7 +398,12 @@ impl Builder {
             shape[dim] += x.shape()[dim];
         }
         let attrs = format!("dimension = {dim} : i64");
-        Ok(self.emit1("stablehlo.concatenate", xs, &attrs, TensorType::new(first.dtype(), shape)))
+        Ok(self.emit1(
+            "stablehlo.concatenate",
+            xs,
+            &attrs,
+            TensorType::new(first.dtype(), shape),
+        ))
     }
 
     /// Pads with `value` (0-d): `low`/`high` edge padding (may be negative) and interior padding.
@@ -384,7 +430,12 @@ impl Builder {
             i64_array(high),
             i64_array(interior)
         );
-        Ok(self.emit1("stablehlo.pad", &[x, value], &attrs, TensorType::new(x.dtype(), shape)))
+        Ok(self.emit1(
+            "stablehlo.pad",
+            &[x, value],
+            &attrs,
+            TensorType::new(x.dtype(), shape),
+        ))
     }
 
     /// Reverses the order of elements along `dims`.
@@ -419,7 +470,12 @@ impl Builder {
     pub fn dynamic_update_slice(&mut self, x: &Value, update: &Value, starts: &[Value]) -> Value {
         let mut operands = vec![x, update];
         operands.extend(starts.iter());
-        self.emit1("stablehlo.dynamic_update_slice", &operands, "", x.ty.clone())
+        self.emit1(
+            "stablehlo.dynamic_update_slice",
+            &operands,
+            "",
+            x.ty.clone(),
+        )
     }
 
     /// `stablehlo.gather` with explicit dimension numbers; `shape` is the result shape.
@@ -438,7 +494,12 @@ impl Builder {
             dims.index_vector_dim,
             i64_array(&dims.slice_sizes)
         );
-        self.emit1("stablehlo.gather", &[x, indices], &attrs, TensorType::new(x.dtype(), shape))
+        self.emit1(
+            "stablehlo.gather",
+            &[x, indices],
+            &attrs,
+            TensorType::new(x.dtype(), shape),
+        )
     }
 
     /// `stablehlo.scatter`; `combine` builds the update computation from (old, new) 0-d values.
@@ -518,12 +579,20 @@ impl Builder {
             .filter(|i| !dims.contains(&(*i as i64)))
             .map(|i| xs[0].shape()[i])
             .collect();
-        let result_tys: Vec<TensorType> =
-            xs.iter().map(|x| TensorType::new(x.dtype(), keep.clone())).collect();
+        let result_tys: Vec<TensorType> = xs
+            .iter()
+            .map(|x| TensorType::new(x.dtype(), keep.clone()))
+            .collect();
         let mut operands: Vec<&Value> = xs.to_vec();
         operands.extend_from_slice(inits);
         let attrs = format!("dimensions = {}", i64_array(dims));
-        self.emit("stablehlo.reduce", &operands, &attrs, &[region], &result_tys)
+        self.emit(
+            "stablehlo.reduce",
+            &operands,
+            &attrs,
+            &[region],
+            &result_tys,
+        )
     }
 
     /// Sliding-window reduction (pooling).
@@ -581,7 +650,12 @@ impl Builder {
         if lhs.dtype() != rhs.dtype() {
             return invalid("stablehlo.dot_general", "operand dtypes differ");
         }
-        for (l, r) in batch.0.iter().zip(batch.1).chain(contract.0.iter().zip(contract.1)) {
+        for (l, r) in batch
+            .0
+            .iter()
+            .zip(batch.1)
+            .chain(contract.0.iter().zip(contract.1))
+        {
             if lhs.shape()[*l as usize] != rhs.shape()[*r as usize] {
                 return invalid(
                     "stablehlo.dot_general",
@@ -626,10 +700,7 @@ impl Builder {
         let names = ["0", "1", "2"];
         let sp = names[..nsp].join(", ");
         let layout = format!("[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]");
-        let mut shape = vec![
-            input.shape()[0] / dims.batch_group_count,
-            kernel.shape()[0],
-        ];
+        let mut shape = vec![input.shape()[0] / dims.batch_group_count, kernel.shape()[0]];
         for i in 0..nsp {
             let x = (input.shape()[i + 2] - 1) * dims.lhs_dilation[i] + 1;
             let x = x + dims.padding[i].0 + dims.padding[i].1;
@@ -699,9 +770,65 @@ impl Builder {
         self.broadcast_in_dim(&c, &x.ty.shape.clone(), &[])
             .expect("0-d broadcasts to any shape")
     }
+
+    /// Variadic sliding-window reduction with window dilation (pooling with indices).
+    /// `combine` receives the accumulators then the new elements and returns new accumulators.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_window_multi(
+        &mut self,
+        xs: &[&Value],
+        inits: &[&Value],
+        window: &[i64],
+        strides: &[i64],
+        window_dilations: &[i64],
+        padding: &[(i64, i64)],
+        combine: impl FnOnce(&mut Builder, &[Value], &[Value]) -> Vec<Value>,
+    ) -> Vec<Value> {
+        let n = xs.len();
+        let mut arg_tys: Vec<TensorType> =
+            xs.iter().map(|x| TensorType::scalar(x.dtype())).collect();
+        arg_tys.extend(arg_tys.clone());
+        let region = self.region(&arg_tys, |b, args| combine(b, &args[..n], &args[n..]));
+        let x0 = xs[0];
+        let shape: Vec<i64> = (0..x0.rank())
+            .map(|i| {
+                let padded = x0.shape()[i] + padding[i].0 + padding[i].1;
+                let w = (window[i] - 1) * window_dilations[i] + 1;
+                if padded < w {
+                    0
+                } else {
+                    (padded - w) / strides[i] + 1
+                }
+            })
+            .collect();
+        let tys: Vec<TensorType> = xs
+            .iter()
+            .map(|x| TensorType::new(x.dtype(), shape.clone()))
+            .collect();
+        let attrs = format!(
+            "window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = {}",
+            i64_array(window),
+            i64_array(strides),
+            i64_array(window_dilations),
+            padding_attr(padding)
+        );
+        let mut operands: Vec<&Value> = xs.to_vec();
+        operands.extend_from_slice(inits);
+        self.emit(
+            "stablehlo.reduce_window",
+            &operands,
+            &attrs,
+            &[region],
+            &tys,
+        )
+    }
 }
 
 fn padding_attr(padding: &[(i64, i64)]) -> String {
     let rows: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
-    format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), padding.len())
+    format!(
+        "dense<[{}]> : tensor<{}x2xi64>",
+        rows.join(", "),
+        padding.len()
+    )
 }

@@ -231,7 +231,10 @@ impl<'a> Ctx<'a> {
 
     /// True when the op writes into its first argument (`add_`).
     pub fn is_inplace(&self) -> bool {
-        self.name.split('.').next().is_some_and(|n| n.ends_with('_'))
+        self.name
+            .split('.')
+            .next()
+            .is_some_and(|n| n.ends_with('_'))
     }
 
     /// Number of arguments.
@@ -382,7 +385,10 @@ impl<'a> Ctx<'a> {
             return v.clone();
         }
         let s = &self.call.storages[slot];
-        let v = self.new_param(ParamSource::Storage(slot), TensorType::new(s.dtype, [s.numel]));
+        let v = self.new_param(
+            ParamSource::Storage(slot),
+            TensorType::new(s.dtype, [s.numel]),
+        );
         self.storage_params[slot] = Some(v.clone());
         v
     }
@@ -545,7 +551,8 @@ impl<'a> Ctx<'a> {
         let slot = meta.slot;
         let storage = &self.call.storages[slot];
         let covers_all = meta.numel() == crate::view::storage_numel_as(storage, meta.dtype)
-            && meta.numel() * meta.dtype.byte_size() as i64 == storage.numel * storage.dtype.byte_size() as i64
+            && meta.numel() * meta.dtype.byte_size() as i64
+                == storage.numel * storage.dtype.byte_size() as i64
             && crate::view::is_dense_from_zero(meta);
         let current = match (&self.storage_current[slot], covers_all) {
             (Some(v), _) => Some(v.clone()),

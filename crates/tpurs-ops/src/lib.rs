@@ -13,10 +13,10 @@ mod rules;
 mod table;
 mod view;
 
+pub use call::{lower, lower_into, LoweredOp, ParamProvider};
 pub use call::{
     Arg, Ctx, Lowered, OpCall, Out, OutputSpec, ParamSource, ResultSink, ReturnSpec, ScalarMeta,
     StorageMeta, TensorMeta, WriteTarget,
 };
 pub use error::{Error, Result};
 pub use table::{lookup, op_entry, op_names, OpEntry, OpId};
-pub use call::{lower, lower_into, LoweredOp, ParamProvider};

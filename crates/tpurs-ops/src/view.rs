@@ -37,7 +37,7 @@ fn box_dims(m: &TensorMeta) -> Option<Vec<(usize, i64, i64)>> {
         .filter(|&d| m.sizes[d] > 1 && m.strides[d] > 0)
         .map(|d| (d, m.sizes[d], m.strides[d]))
         .collect();
-    dims.sort_by(|a, b| b.2.cmp(&a.2));
+    dims.sort_by_key(|d| std::cmp::Reverse(d.2));
     for w in dims.windows(2) {
         let (outer, inner) = (w[0], w[1]);
         if outer.2 % inner.2 != 0 || outer.2 < inner.2 * inner.1 {
@@ -83,7 +83,12 @@ pub fn reinterpret(b: &mut Builder, flat: &Value, to: DType) -> Result<Value> {
         )));
     }
     let grouped = b.reshape(flat, &[n / ratio, ratio])?;
-    Ok(b.emit1("stablehlo.bitcast_convert", &[&grouped], "", TensorType::new(to, [n / ratio])))
+    Ok(b.emit1(
+        "stablehlo.bitcast_convert",
+        &[&grouped],
+        "",
+        TensorType::new(to, [n / ratio]),
+    ))
 }
 
 /// Number of elements of the view's dtype the storage holds.

@@ -2,7 +2,9 @@
 //! here (the C++ bridge calls the runtime's C ABI directly); this module starts the runtime
 //! and serves `torch.tpu`'s queries.
 
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpurs_runtime::{runtime, Error, ErrorKind};
@@ -27,7 +29,9 @@ fn rt() -> PyResult<&'static tpurs_runtime::Runtime> {
 #[pyfunction]
 #[pyo3(signature = (plugin_path, cpu_devices=None))]
 fn init(plugin_path: &str, cpu_devices: Option<i64>) -> PyResult<()> {
-    tpurs_runtime::init(plugin_path, cpu_devices).map(|_| ()).map_err(to_py)
+    tpurs_runtime::init(plugin_path, cpu_devices)
+        .map(|_| ())
+        .map_err(to_py)
 }
 
 /// True once `init` succeeded.

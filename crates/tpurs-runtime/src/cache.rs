@@ -63,7 +63,10 @@ fn plans() -> &'static PlanCache {
 }
 
 /// Looks up `key`; on a miss calls `lower` and stores the plan.
-pub fn get_or_lower(key: &[u64], lower: impl FnOnce() -> Result<(OpCall, Lowered)>) -> Result<Arc<Plan>> {
+pub fn get_or_lower(
+    key: &[u64],
+    lower: impl FnOnce() -> Result<(OpCall, Lowered)>,
+) -> Result<Arc<Plan>> {
     if let Some(p) = plans().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
         bump(&metrics().cache_hits, 1);
         return Ok(p.clone());
@@ -98,14 +101,20 @@ fn fused() -> &'static FusedCache {
 }
 
 /// Looks up a fused program; on a miss `build` returns its module text, which is compiled.
-pub fn get_or_compile_fused(rt: &Runtime, key: &[u64], build: impl FnOnce() -> Result<String>) -> Result<Arc<Fused>> {
+pub fn get_or_compile_fused(
+    rt: &Runtime,
+    key: &[u64],
+    build: impl FnOnce() -> Result<String>,
+) -> Result<Arc<Fused>> {
     if let Some(f) = fused().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
         bump(&metrics().cache_hits, 1);
         return Ok(f.clone());
     }
     bump(&metrics().cache_misses, 1);
     let mlir = build()?;
-    let f = Arc::new(Fused { exe: compile(rt, &mlir)? });
+    let f = Arc::new(Fused {
+        exe: compile(rt, &mlir)?,
+    });
     fused()
         .lock()
         .unwrap_or_else(|e| e.into_inner())

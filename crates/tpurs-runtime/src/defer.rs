@@ -135,9 +135,9 @@ impl Batch {
             .filter_map(|(n, node)| {
                 let s = node.storage.upgrade()?;
                 match s.contents() {
-                    Contents::Pending { batch: b, node: m, .. } if b == batch.id && m == n as u32 => {
-                        Some((n as u32, s))
-                    }
+                    Contents::Pending {
+                        batch: b, node: m, ..
+                    } if b == batch.id && m == n as u32 => Some((n as u32, s)),
                     _ => None,
                 }
             })
@@ -145,11 +145,10 @@ impl Batch {
         let mut key = batch.key.clone();
         key.push(u64::MAX);
         key.extend(live.iter().map(|(n, _)| *n as u64));
-        let result = get_or_compile_fused(rt, &key, || build(&batch, &live))
-            .and_then(|f| {
-                let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
-                Ok(f.exe.execute(&args, device)?)
-            });
+        let result = get_or_compile_fused(rt, &key, || build(&batch, &live)).and_then(|f| {
+            let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
+            Ok(f.exe.execute(&args, device)?)
+        });
         let outs = match result {
             Ok(outs) => outs,
             Err(e) => {
@@ -172,7 +171,9 @@ impl Batch {
             });
         }
         if let Some(b) = last {
-            *rt.last_output[device].lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+            *rt.last_output[device]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(b);
         }
         Ok(())
     }
@@ -203,7 +204,12 @@ fn build(batch: &Batch, live: &[(u32, Arc<Storage>)]) -> Result<String> {
     let externals: Vec<Value> = batch
         .externals
         .iter()
-        .map(|buf| b.param(TensorType::new(dtype_of_element(buf.element_type()), buf.dims())))
+        .map(|buf| {
+            b.param(TensorType::new(
+                dtype_of_element(buf.element_type()),
+                buf.dims(),
+            ))
+        })
         .collect();
     let mut nodes: Vec<Value> = Vec::with_capacity(batch.nodes.len());
     for (plan, bindings) in &batch.ops {
@@ -217,7 +223,10 @@ fn build(batch: &Batch, live: &[(u32, Arc<Storage>)]) -> Result<String> {
         b = next;
         nodes.extend(op.values);
     }
-    let outs: Vec<Value> = live.iter().map(|(n, _)| nodes[*n as usize].clone()).collect();
+    let outs: Vec<Value> = live
+        .iter()
+        .map(|(n, _)| nodes[*n as usize].clone())
+        .collect();
     Ok(b.finish(&outs))
 }
 

@@ -218,7 +218,10 @@ pub(crate) fn guarded(f: impl FnOnce() -> crate::Result<()>) -> i32 {
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            fail(Error::Invalid(ErrorKind::Runtime, format!("tpurs internal error: {msg}")))
+            fail(Error::Invalid(
+                ErrorKind::Runtime,
+                format!("tpurs internal error: {msg}"),
+            ))
         }
     }
 }
@@ -234,7 +237,9 @@ extern "C" fn op_name(i: u32) -> *const c_char {
             .map(|n| std::ffi::CString::new(n).unwrap_or_default())
             .collect()
     });
-    names.get(i as usize).map_or(std::ptr::null(), |c| c.as_ptr())
+    names
+        .get(i as usize)
+        .map_or(std::ptr::null(), |c| c.as_ptr())
 }
 
 extern "C" fn last_error() -> *const c_char {

@@ -92,7 +92,9 @@ fn dtype_of(code: i32) -> Result<DType> {
     from_scalar_type(code).ok_or_else(|| {
         crate::Error::Invalid(
             ErrorKind::Type,
-            format!("tpurs does not support the dtype with ScalarType code {code} on the tpu device"),
+            format!(
+                "tpurs does not support the dtype with ScalarType code {code} on the tpu device"
+            ),
         )
     })
 }
@@ -156,18 +158,27 @@ impl Scratch {
                 }
                 let slot = self.slot_of(a)?;
                 // SAFETY: sizes and strides hold `ndim` entries.
-                let (sizes, strides) = unsafe { (slice(a.sizes, a.ndim), slice(a.strides, a.ndim)) };
-                self.key.extend_from_slice(&[a.dtype as u64, slot as u64, a.ndim as u64, a.offset as u64]);
+                let (sizes, strides) =
+                    unsafe { (slice(a.sizes, a.ndim), slice(a.strides, a.ndim)) };
+                self.key.extend_from_slice(&[
+                    a.dtype as u64,
+                    slot as u64,
+                    a.ndim as u64,
+                    a.offset as u64,
+                ]);
                 self.key.extend(sizes.iter().map(|&v| v as u64));
                 self.key.extend(strides.iter().map(|&v| v as u64));
             }
             kind::SCALAR => {
-                self.key.extend_from_slice(&[a.dtype as u64, a.wrapped as u64]);
+                self.key
+                    .extend_from_slice(&[a.dtype as u64, a.wrapped as u64]);
                 if bake {
                     self.key.extend_from_slice(&[a.i as u64, a.f.to_bits()]);
                 }
             }
-            kind::INT | kind::BOOL | kind::DTYPE => self.key.extend_from_slice(&[a.i as u64, a.dtype as u64]),
+            kind::INT | kind::BOOL | kind::DTYPE => {
+                self.key.extend_from_slice(&[a.i as u64, a.dtype as u64])
+            }
             kind::FLOAT => self.key.push(a.f.to_bits()),
             kind::STR | kind::BOOL_LIST => {
                 // SAFETY: `items` holds `ndim` bytes.
@@ -233,13 +244,23 @@ fn to_arg(a: &TpursArg, scratch: &mut Scratch) -> Result<Arg> {
             Arg::Str(String::from_utf8_lossy(bytes).into_owned())
         }
         kind::INT_LIST => Arg::IntList(unsafe { slice(a.sizes, a.ndim) }.to_vec()),
-        kind::FLOAT_LIST => Arg::FloatList(unsafe { slice(a.items as *const f64, a.ndim) }.to_vec()),
-        kind::BOOL_LIST => {
-            Arg::BoolList(unsafe { slice(a.items as *const u8, a.ndim) }.iter().map(|&b| b != 0).collect())
+        kind::FLOAT_LIST => {
+            Arg::FloatList(unsafe { slice(a.items as *const f64, a.ndim) }.to_vec())
         }
+        kind::BOOL_LIST => Arg::BoolList(
+            unsafe { slice(a.items as *const u8, a.ndim) }
+                .iter()
+                .map(|&b| b != 0)
+                .collect(),
+        ),
         kind::LIST => {
             let items = unsafe { slice(a.items as *const TpursArg, a.ndim) };
-            Arg::List(items.iter().map(|i| to_arg(i, scratch)).collect::<Result<_>>()?)
+            Arg::List(
+                items
+                    .iter()
+                    .map(|i| to_arg(i, scratch))
+                    .collect::<Result<_>>()?,
+            )
         }
         other => return invalid(ErrorKind::Runtime, format!("unknown argument kind {other}")),
     })
@@ -256,7 +277,11 @@ fn scalar_literal(a: &TpursArg, dtype: DType) -> Literal {
 }
 
 fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
-    let args = call.args.iter().map(|a| to_arg(a, scratch)).collect::<Result<Vec<_>>>()?;
+    let args = call
+        .args
+        .iter()
+        .map(|a| to_arg(a, scratch))
+        .collect::<Result<Vec<_>>>()?;
     let writes = call
         .writes
         .iter()
@@ -297,14 +322,21 @@ fn source_arg<'a>(args: &'a [TpursArg], arg: usize, item: Option<usize>) -> &'a 
 /// The buffer of a 0-d host number, cached by value.
 fn scalar_buffer(rt: &Runtime, a: &TpursArg, device: usize) -> Result<Arc<Buffer>> {
     let dtype = dtype_of(a.dtype)?;
-    let bits = if dtype.is_float() { a.f.to_bits() } else { a.i as u64 };
+    let bits = if dtype.is_float() {
+        a.f.to_bits()
+    } else {
+        a.i as u64
+    };
     let key = (a.dtype, bits, device);
     let mut cache = rt.scalars.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(b) = cache.get(&key) {
         return Ok(b.clone());
     }
     let bytes = scalar_bytes(dtype, scalar_literal(a, dtype));
-    let buf = Arc::new(rt.client.buffer_from_host(&bytes, element_type(dtype), &[], device)?);
+    let buf = Arc::new(
+        rt.client
+            .buffer_from_host(&bytes, element_type(dtype), &[], device)?,
+    );
     if cache.len() > 4096 {
         cache.clear();
     }
@@ -348,7 +380,8 @@ pub(crate) fn run(call: &CallDesc) -> Result<TpursOpResults> {
         s.clear();
         let entry = tpurs_ops::op_entry(call.op);
         let mut device = None;
-        s.key.extend_from_slice(&[call.op as u64, call.default_dtype as u64]);
+        s.key
+            .extend_from_slice(&[call.op as u64, call.default_dtype as u64]);
         for a in call.args {
             s.encode(a, entry.bake_scalars, &mut device)?;
         }
@@ -421,17 +454,30 @@ fn storage_buffer(rt: &Runtime, s: &Scratch, slot: usize, dev: usize) -> Result<
 fn rng_buffer(rt: &Runtime, dev: usize) -> Result<Arc<Buffer>> {
     let state = rt.next_rng(dev);
     let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_le_bytes()).collect();
-    Ok(Arc::new(rt.client.buffer_from_host(&bytes, tpurs_pjrt::ElementType::U64, &[2], dev)?))
+    Ok(Arc::new(rt.client.buffer_from_host(
+        &bytes,
+        tpurs_pjrt::ElementType::U64,
+        &[2],
+        dev,
+    )?))
 }
 
 /// Parameter buffers of a launch on its own.
-fn gather_params(rt: &Runtime, s: &Scratch, call: &CallDesc, plan: &Plan, dev: usize) -> Result<Vec<Arc<Buffer>>> {
+fn gather_params(
+    rt: &Runtime,
+    s: &Scratch,
+    call: &CallDesc,
+    plan: &Plan,
+    dev: usize,
+) -> Result<Vec<Arc<Buffer>>> {
     plan.lowered
         .params
         .iter()
         .map(|p| match *p {
             ParamSource::Storage(slot) => storage_buffer(rt, s, slot, dev),
-            ParamSource::Scalar(arg, item) => scalar_buffer(rt, source_arg(call.args, arg, item), dev),
+            ParamSource::Scalar(arg, item) => {
+                scalar_buffer(rt, source_arg(call.args, arg, item), dev)
+            }
             ParamSource::Rng => rng_buffer(rt, dev),
         })
         .collect()
@@ -453,7 +499,9 @@ fn bind_params(
                 // SAFETY: as in `storage_buffer`.
                 let storage = unsafe { &*s.slots[slot] };
                 match storage.contents() {
-                    Contents::Pending { batch: id, node, .. } if id == batch.id() => Binding::Node(node),
+                    Contents::Pending {
+                        batch: id, node, ..
+                    } if id == batch.id() => Binding::Node(node),
                     Contents::Ready(f) => batch.external(f.buffer),
                     _ => {
                         let m = &s.slot_meta[slot];
@@ -463,7 +511,9 @@ fn bind_params(
                     }
                 }
             }
-            ParamSource::Scalar(arg, item) => batch.external(scalar_buffer(rt, source_arg(call.args, arg, item), dev)?),
+            ParamSource::Scalar(arg, item) => {
+                batch.external(scalar_buffer(rt, source_arg(call.args, arg, item), dev)?)
+            }
             ParamSource::Rng => batch.external(rng_buffer(rt, dev)?),
         };
         bindings.push(b);
@@ -495,7 +545,11 @@ fn finish(
                 let buffer = Arc::new(it.next().expect("one buffer per output"));
                 last = Some(buffer.clone());
                 let (dtype, numel) = output_type(plan, spec);
-                Contents::Ready(Flat { buffer, dtype, numel })
+                Contents::Ready(Flat {
+                    buffer,
+                    dtype,
+                    numel,
+                })
             }
             (None, Some(b)) => b.pending(node),
             (None, None) => unreachable!("pending outputs come with their batch"),
@@ -503,7 +557,11 @@ fn finish(
         let storage: Arc<Storage> = match spec {
             tpurs_ops::OutputSpec::Fresh(ty) | tpurs_ops::OutputSpec::Replace(_, ty) => {
                 s.sizes.push(ty.shape.clone());
-                Arc::new(Storage::with_contents(dev, ty.numel() as usize * ty.dtype.byte_size(), contents))
+                Arc::new(Storage::with_contents(
+                    dev,
+                    ty.numel() as usize * ty.dtype.byte_size(),
+                    contents,
+                ))
             }
             tpurs_ops::OutputSpec::Storage(slot) => {
                 // SAFETY: slot pointers were taken from this call's live arguments.
@@ -530,7 +588,9 @@ fn finish(
     }
     if let Some(b) = last {
         let rt = runtime()?;
-        *rt.last_output[dev].lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+        *rt.last_output[dev]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(b);
     }
     Ok(describe_results(s, plan, dev, &fresh))
 }
@@ -538,7 +598,9 @@ fn finish(
 /// Element type and count of one output's flat buffer.
 fn output_type(plan: &Plan, spec: &tpurs_ops::OutputSpec) -> (DType, i64) {
     match spec {
-        tpurs_ops::OutputSpec::Fresh(t) | tpurs_ops::OutputSpec::Replace(_, t) => (t.dtype, t.numel()),
+        tpurs_ops::OutputSpec::Fresh(t) | tpurs_ops::OutputSpec::Replace(_, t) => {
+            (t.dtype, t.numel())
+        }
         tpurs_ops::OutputSpec::Storage(slot) => {
             let m = &plan.call.storages[*slot];
             (m.dtype, m.numel)
@@ -547,7 +609,12 @@ fn output_type(plan: &Plan, spec: &tpurs_ops::OutputSpec) -> (DType, i64) {
 }
 
 /// Fills the scratch result arrays the bridge reads.
-fn describe_results(s: &mut Scratch, plan: &Plan, dev: usize, fresh: &[*mut std::ffi::c_void]) -> TpursOpResults {
+fn describe_results(
+    s: &mut Scratch,
+    plan: &Plan,
+    dev: usize,
+    fresh: &[*mut std::ffi::c_void],
+) -> TpursOpResults {
     let lowered = &plan.lowered;
     let fresh_tys: Vec<&tpurs_hlo::TensorType> = lowered
         .outputs

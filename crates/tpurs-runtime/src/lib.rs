@@ -15,10 +15,10 @@ mod runtime;
 mod storage;
 mod transfer;
 
-pub use error::{Error, ErrorKind, Result};
 pub use cache::cache_len;
+pub use error::{Error, ErrorKind, Result};
 pub use metrics::{metrics_snapshot, reset_metrics, MetricsSnapshot};
 pub use runtime::RngState;
-pub use storage::{max_memory_allocated, memory_allocated, reset_peak};
 pub use runtime::{eager_mode, init, runtime, set_eager_mode, EagerMode, Runtime};
 pub use storage::Storage;
+pub use storage::{max_memory_allocated, memory_allocated, reset_peak};

@@ -29,7 +29,10 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
 
 /// Counts one CPU fallback of `op`; returns the new count for that op.
 pub fn record_fallback(op: &str) -> u64 {
-    let mut f = metrics().fallbacks.lock().unwrap_or_else(|e| e.into_inner());
+    let mut f = metrics()
+        .fallbacks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let n = f.entry(op.to_string()).or_insert(0);
     *n += 1;
     *n

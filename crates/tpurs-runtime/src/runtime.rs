@@ -145,7 +145,9 @@ impl Runtime {
 
     /// The deferred batch of `device` (locked).
     pub(crate) fn batch(&self, device: usize) -> MutexGuard<'_, Batch> {
-        self.batches[device].lock().unwrap_or_else(|e| e.into_inner())
+        self.batches[device]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Launches pending work and waits for the most recent launch on `device` to finish.

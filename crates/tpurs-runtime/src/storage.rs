@@ -78,7 +78,10 @@ impl Storage {
 
     /// The current contents.
     pub fn contents(&self) -> Contents {
-        self.contents.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.contents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replaces the contents.

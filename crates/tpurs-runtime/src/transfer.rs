@@ -56,7 +56,9 @@ pub(crate) fn dtype_of_element(e: ElementType) -> DType {
 /// A zero-filled flat buffer.
 pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Result<Flat> {
     let bytes = vec![0u8; numel as usize * dtype.byte_size()];
-    let buffer = rt.client.buffer_from_host(&bytes, element_type(dtype), &[numel], device)?;
+    let buffer = rt
+        .client
+        .buffer_from_host(&bytes, element_type(dtype), &[numel], device)?;
     Ok(Flat {
         buffer: Arc::new(buffer),
         dtype,
@@ -90,7 +92,10 @@ impl<'a> View<'a> {
             return invalid(ErrorKind::Runtime, "expected a tpu tensor");
         }
         let dtype = from_scalar_type(arg.dtype).ok_or_else(|| {
-            crate::Error::Invalid(ErrorKind::Type, format!("tpurs does not support ScalarType {}", arg.dtype))
+            crate::Error::Invalid(
+                ErrorKind::Type,
+                format!("tpurs does not support ScalarType {}", arg.dtype),
+            )
         })?;
         // SAFETY: the bridge passes a live tensor's metadata and storage.
         unsafe {
@@ -133,7 +138,12 @@ fn tpurs_ops_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
 }
 
 /// Runs the table's `name` op with args and the given write / return layout.
-fn run_named(name: &str, args: &[TpursArg], writes: &[TpursWrite], returns: &[i32]) -> Result<ffi::TpursOpResults> {
+fn run_named(
+    name: &str,
+    args: &[TpursArg],
+    writes: &[TpursWrite],
+    returns: &[i32],
+) -> Result<ffi::TpursOpResults> {
     let op = tpurs_ops::lookup(name)
         .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, format!("no rule for {name}")))?;
     run(&CallDesc {
@@ -146,7 +156,13 @@ fn run_named(name: &str, args: &[TpursArg], writes: &[TpursWrite], returns: &[i3
 }
 
 /// A tensor argument for a dense flat storage.
-fn dense_arg(storage: &Storage, dtype: DType, sizes: &[i64], strides: &[i64], device: usize) -> TpursArg {
+fn dense_arg(
+    storage: &Storage,
+    dtype: DType,
+    sizes: &[i64],
+    strides: &[i64],
+    device: usize,
+) -> TpursArg {
     TpursArg {
         kind: kind::TENSOR,
         dtype: tpurs_ops::dtype::to_scalar_type(dtype),
@@ -181,7 +197,11 @@ fn write_flat(dst: &View, flat: Flat) -> Result<()> {
     tmp.set(flat);
     let strides = contiguous_strides(dst.sizes);
     let src = dense_arg(&tmp, dst.dtype, dst.sizes, &strides, dst.storage.device);
-    let writes = [TpursWrite { arg: 0, item: -1, is_out: 0 }];
+    let writes = [TpursWrite {
+        arg: 0,
+        item: -1,
+        is_out: 0,
+    }];
     run_named("tpurs::copy_", &[*dst.arg, src], &writes, &[0])?;
     Ok(())
 }
@@ -204,21 +224,37 @@ fn read_flat(rt: &Runtime, src: &View) -> Result<Flat> {
         .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, "clone produced no buffer".into()))
 }
 
-pub(crate) extern "C" fn copy_from_host(dst: *const TpursArg, src: *const c_void, nbytes: i64) -> i32 {
+pub(crate) extern "C" fn copy_from_host(
+    dst: *const TpursArg,
+    src: *const c_void,
+    nbytes: i64,
+) -> i32 {
     ffi::guarded(|| {
         let rt = runtime()?;
         // SAFETY: `dst` points at a live tensor argument.
         let dst = View::new(unsafe { &*dst })?;
         if nbytes as usize != dst.nbytes() {
-            return invalid(ErrorKind::Runtime, format!("copy of {nbytes} bytes into a tensor of {}", dst.nbytes()));
+            return invalid(
+                ErrorKind::Runtime,
+                format!("copy of {nbytes} bytes into a tensor of {}", dst.nbytes()),
+            );
         }
         // SAFETY: `src` holds `nbytes` bytes.
         let bytes = unsafe { slice(src as *const u8, nbytes) };
         let device = dst.storage.device;
         let numel = dst.numel();
-        let buffer = rt.client.buffer_from_host(bytes, element_type(dst.dtype), &[numel], device)?;
+        let buffer =
+            rt.client
+                .buffer_from_host(bytes, element_type(dst.dtype), &[numel], device)?;
         bump(&metrics().h2d_bytes, nbytes as u64);
-        write_flat(&dst, Flat { buffer: Arc::new(buffer), dtype: dst.dtype, numel })
+        write_flat(
+            &dst,
+            Flat {
+                buffer: Arc::new(buffer),
+                dtype: dst.dtype,
+                numel,
+            },
+        )
     })
 }
 
@@ -228,7 +264,10 @@ pub(crate) extern "C" fn copy_to_host(src: *const TpursArg, dst: *mut c_void, nb
         // SAFETY: `src` points at a live tensor argument.
         let src = View::new(unsafe { &*src })?;
         if nbytes as usize != src.nbytes() {
-            return invalid(ErrorKind::Runtime, format!("copy of a tensor of {} bytes into {nbytes}", src.nbytes()));
+            return invalid(
+                ErrorKind::Runtime,
+                format!("copy of a tensor of {} bytes into {nbytes}", src.nbytes()),
+            );
         }
         if nbytes == 0 {
             return Ok(());
@@ -249,16 +288,30 @@ pub(crate) extern "C" fn copy_between(dst: *const TpursArg, src: *const TpursArg
         let (dst_arg, src_arg) = unsafe { (&*dst, &*src) };
         let (d, s) = (View::new(dst_arg)?, View::new(src_arg)?);
         if d.storage.device == s.storage.device {
-            let writes = [TpursWrite { arg: 0, item: -1, is_out: 0 }];
+            let writes = [TpursWrite {
+                arg: 0,
+                item: -1,
+                is_out: 0,
+            }];
             run_named("tpurs::copy_", &[*dst_arg, *src_arg], &writes, &[0])?;
             return Ok(());
         }
         if d.sizes != s.sizes || d.dtype != s.dtype {
-            return invalid(ErrorKind::Runtime, "cross-device copy needs equal shapes and dtypes");
+            return invalid(
+                ErrorKind::Runtime,
+                "cross-device copy needs equal shapes and dtypes",
+            );
         }
         let flat = read_flat(rt, &s)?;
         let moved = flat.buffer.copy_to_device(d.storage.device)?;
         bump(&metrics().d2d_bytes, d.nbytes() as u64);
-        write_flat(&d, Flat { buffer: Arc::new(moved), dtype: flat.dtype, numel: flat.numel })
+        write_flat(
+            &d,
+            Flat {
+                buffer: Arc::new(moved),
+                dtype: flat.dtype,
+                numel: flat.numel,
+            },
+        )
     })
 }

@@ -45,8 +45,16 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id) {
   OpDesc d;
   d.id = id;
   const auto& args = schema.arguments();
+  // native_batch_norm updates running_mean / running_var in place although its schema
+  // does not mark them as written.
+  const bool writes_running_stats = schema.name() == "aten::native_batch_norm";
   for (size_t i = 0; i < args.size(); ++i) {
     d.hints.push_back(hint_of(args[i].real_type()));
+    if (writes_running_stats && (i == 3 || i == 4)) {
+      d.mutable_args.push_back(static_cast<int32_t>(i));
+      d.mutable_is_out.push_back(false);
+      continue;
+    }
     if (args[i].alias_info() && args[i].alias_info()->isWrite()) {
       d.mutable_args.push_back(static_cast<int32_t>(i));
       d.mutable_is_out.push_back(args[i].kwarg_only());
@@ -57,7 +65,9 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id) {
     if (r.alias_info()) {
       for (size_t k = 0; k < d.mutable_args.size(); ++k) {
         const auto& a = args[d.mutable_args[k]];
-        if (a.alias_info()->beforeSets() == r.alias_info()->beforeSets()) alias = static_cast<int32_t>(k);
+        if (a.alias_info() && a.alias_info()->beforeSets() == r.alias_info()->beforeSets()) {
+          alias = static_cast<int32_t>(k);
+        }
       }
     }
     d.return_alias.push_back(alias);
@@ -75,11 +85,13 @@ struct Packer {
   std::deque<std::string> strs;
   std::vector<TpursWrite> writes;
   std::vector<int32_t> returns;
+  std::vector<at::Tensor> moved;  // CPU index tensors copied to the device for this call
   size_t nlists = 0, nints = 0, nfloats = 0, nbools = 0, nstrs = 0;
   int32_t device = -1;
 
   void reset() {
     args.clear();
+    moved.clear();
     writes.clear();
     returns.clear();
     nlists = nints = nfloats = nbools = nstrs = 0;
@@ -216,9 +228,17 @@ TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
   }
   if (v.isTensorList() || v.isList()) {
     auto& l = p.next(p.lists, p.nlists);
+    // Index lists (`Tensor?[]`) may hold CPU index tensors, as on CUDA: move them over.
+    const bool index_list = !v.isTensorList();
     for (const c10::IValue& item : v.toListRef()) {
       if (item.isTensor()) {
-        l.push_back(pack_tensor(item.toTensor(), p));
+        const at::Tensor& t = item.toTensor();
+        if (index_list && t.defined() && t.device().is_cpu() && t.dim() > 0) {
+          p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
+          l.push_back(pack_tensor(p.moved.back(), p));
+          continue;
+        }
+        l.push_back(pack_tensor(t, p));
       } else if (item.isNone()) {
         l.push_back(TpursArg{});
       } else if (item.isScalar()) {

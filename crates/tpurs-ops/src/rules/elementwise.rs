@@ -114,7 +114,7 @@ pub(crate) fn erf_of(b: &mut Builder, x: &Value) -> Result<Value> {
     const ALPHA: [f64; 5] = [
         0.00022905065861350646,
         0.0034082910107109506,
-        0.050955695062380861,
+        0.050_955_695_062_380_86,
         0.18520832239976145,
         1.128379143519084,
     ];
@@ -124,11 +124,15 @@ pub(crate) fn erf_of(b: &mut Builder, x: &Value) -> Result<Value> {
         0.0010179625278914885,
         0.014070470171167667,
         0.11098505178285362,
-        0.49746925110067538,
+        0.497_469_251_100_675_4,
         1.0,
     ];
     let dtype = x.dtype();
-    let wide = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let wide = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
     let xw = b.convert(x, wide);
     let lo = b.constant(Literal::Float(-4.0), wide);
     let hi = b.constant(Literal::Float(4.0), wide);
@@ -157,7 +161,10 @@ fn logical_not(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// `self op other` after promotion; `alpha` (argument 2, when present) scales `other`.
-fn arith(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>) -> Result<Vec<Out>> {
+fn arith(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>,
+) -> Result<Vec<Out>> {
     let dtype = common_dtype(ctx, &[0, 1])?;
     let v = operands(ctx, &[0, 1], dtype)?;
     let mut other = v[1].clone();
@@ -171,7 +178,13 @@ fn arith(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result
 }
 
 fn add(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    arith(ctx, |b, x, y| if x.dtype() == DType::Bool { b.or(x, y) } else { b.add(x, y) })
+    arith(ctx, |b, x, y| {
+        if x.dtype() == DType::Bool {
+            b.or(x, y)
+        } else {
+            b.add(x, y)
+        }
+    })
 }
 
 fn sub(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -184,7 +197,13 @@ fn sub(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 fn mul(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    arith(ctx, |b, x, y| if x.dtype() == DType::Bool { b.and(x, y) } else { b.mul(x, y) })
+    arith(ctx, |b, x, y| {
+        if x.dtype() == DType::Bool {
+            b.and(x, y)
+        } else {
+            b.mul(x, y)
+        }
+    })
 }
 
 /// Binary op on the promoted type without alpha.
@@ -195,7 +214,10 @@ fn binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -
 }
 
 /// Binary op computed in a float type (true division, atan2).
-fn float_binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -> Result<Vec<Out>> {
+fn float_binary(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value, &Value) -> Result<Value>,
+) -> Result<Vec<Out>> {
     let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
     let v = operands(ctx, &[0, 1], dtype)?;
     one(f(&mut ctx.b, &v[0], &v[1])?)
@@ -271,7 +293,10 @@ macro_rules! compare_rules {
 }
 compare_rules!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge);
 
-fn logical(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>) -> Result<Vec<Out>> {
+fn logical(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value, &Value) -> tpurs_hlo::Result<Value>,
+) -> Result<Vec<Out>> {
     let mut v = Vec::new();
     for i in 0..2 {
         let x = ctx.tensor(i)?;
@@ -303,11 +328,19 @@ fn where_self(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 fn clamp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     // clamp(self, min, max), clamp_min(self, min), clamp_max(self, max).
-    let base = ctx.name.split('.').next().unwrap_or("").trim_end_matches('_');
+    let base = ctx
+        .name
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('_');
     let (lo_i, hi_i) = match base {
         "clamp_min" => (Some(1), None),
         "clamp_max" => (None, Some(1)),
-        _ => (Some(1).filter(|&i| ctx.has(i)), Some(2).filter(|&i| ctx.has(i))),
+        _ => (
+            Some(1).filter(|&i| ctx.has(i)),
+            Some(2).filter(|&i| ctx.has(i)),
+        ),
     };
     if lo_i.is_none() && hi_i.is_none() {
         return Err(crate::Error::Runtime(
@@ -373,6 +406,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("abs"), abs);
     reg.ops(variants!("neg"), neg);
     reg.ops(variants!("sign"), sign);
+    // For real tensors sgn is sign.
+    reg.ops(variants!("sgn"), sign);
     reg.ops(variants!("floor"), floor);
     reg.ops(variants!("ceil"), ceil);
     reg.ops(variants!("round"), round);
@@ -403,11 +438,21 @@ pub(crate) fn register(reg: &mut Registry) {
         div,
     );
     reg.ops(
-        &["floor_divide", "floor_divide_.Tensor", "floor_divide.out", "floor_divide.Scalar", "floor_divide_.Scalar"],
+        &[
+            "floor_divide",
+            "floor_divide_.Tensor",
+            "floor_divide.out",
+            "floor_divide.Scalar",
+            "floor_divide_.Scalar",
+        ],
         |ctx| binary(ctx, floor_div_of),
     );
-    reg.ops(binary_variants!("remainder"), |ctx| binary(ctx, remainder_of));
-    reg.ops(binary_variants!("fmod"), |ctx| binary(ctx, |b, x, y| Ok(b.rem(x, y)?)));
+    reg.ops(binary_variants!("remainder"), |ctx| {
+        binary(ctx, remainder_of)
+    });
+    reg.ops(binary_variants!("fmod"), |ctx| {
+        binary(ctx, |b, x, y| Ok(b.rem(x, y)?))
+    });
     reg.ops(
         &[
             "pow.Tensor_Tensor",
@@ -421,14 +466,24 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         |ctx| binary(ctx, |b, x, y| Ok(b.pow(x, y)?)),
     );
-    reg.ops(&["maximum", "maximum.out"], |ctx| binary(ctx, |b, x, y| Ok(b.max(x, y)?)));
-    reg.ops(&["minimum", "minimum.out"], |ctx| binary(ctx, |b, x, y| Ok(b.min(x, y)?)));
+    reg.ops(&["maximum", "maximum.out"], |ctx| {
+        binary(ctx, |b, x, y| Ok(b.max(x, y)?))
+    });
+    reg.ops(&["minimum", "minimum.out"], |ctx| {
+        binary(ctx, |b, x, y| Ok(b.min(x, y)?))
+    });
     reg.ops(&["atan2", "atan2_", "atan2.out"], |ctx| {
         float_binary(ctx, |b, x, y| Ok(b.atan2(x, y)?))
     });
-    reg.ops(binary_variants!("bitwise_and"), |ctx| binary(ctx, |b, x, y| Ok(b.and(x, y)?)));
-    reg.ops(binary_variants!("bitwise_or"), |ctx| binary(ctx, |b, x, y| Ok(b.or(x, y)?)));
-    reg.ops(binary_variants!("bitwise_xor"), |ctx| binary(ctx, |b, x, y| Ok(b.xor(x, y)?)));
+    reg.ops(binary_variants!("bitwise_and"), |ctx| {
+        binary(ctx, |b, x, y| Ok(b.and(x, y)?))
+    });
+    reg.ops(binary_variants!("bitwise_or"), |ctx| {
+        binary(ctx, |b, x, y| Ok(b.or(x, y)?))
+    });
+    reg.ops(binary_variants!("bitwise_xor"), |ctx| {
+        binary(ctx, |b, x, y| Ok(b.xor(x, y)?))
+    });
     reg.ops(variants!("logical_and"), |ctx| logical(ctx, Builder::and));
     reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
     reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));

@@ -8,11 +8,29 @@ use crate::dtype::result_type;
 use crate::error::{Error, Result};
 use crate::table::Registry;
 
+mod conv;
 mod elementwise;
+mod factory;
+mod foreach;
+mod index;
+mod matmul;
+mod nn;
+mod random;
+mod reduce;
+mod shape;
 
 /// Registers every family's rules.
 pub(crate) fn register_all(reg: &mut Registry) {
     elementwise::register(reg);
+    factory::register(reg);
+    foreach::register(reg);
+    random::register(reg);
+    matmul::register(reg);
+    nn::register(reg);
+    conv::register(reg);
+    reduce::register(reg);
+    index::register(reg);
+    shape::register(reg);
 }
 
 /// PyTorch's broadcast of two shapes, with its error message.
@@ -20,8 +38,16 @@ pub(crate) fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {

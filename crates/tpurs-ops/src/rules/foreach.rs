@@ -1,0 +1,470 @@
+//! The `_foreach_*` ops optimizers and `clip_grad_norm_` call: binary arithmetic (Scalar,
+//! List, ScalarList and Tensor overloads), `addcmul` / `addcdiv`, `lerp`, maximum / minimum /
+//! clamp, `pow`, unary math, `zero_`, `copy_` and `norm`. A call over N tensors lowers to one
+//! program with N results; each item follows the semantics of the single-tensor op
+//! (promotion, broadcasting), and in-place forms are written back item by item by the driver.
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+
+use super::factory::{addc_check, addc_of, lerp_of, opmath};
+use super::{broadcast_all, float_dtype};
+use crate::call::{Ctx, Out};
+use crate::dtype::{result_type, torch_name, Participation};
+use crate::error::{runtime, Error, Result};
+use crate::table::Registry;
+use crate::Arg;
+
+/// One operand of a foreach op, read for every item.
+enum Operand {
+    /// A list argument: one value per item, with its dtype and promotion role.
+    Each(Vec<(Value, DType, Participation)>),
+    /// A single tensor or number shared by every item.
+    Shared(Value, DType, Participation),
+}
+
+impl Operand {
+    /// The operand of item `j`.
+    fn item(&self, j: usize) -> (Value, DType, Participation) {
+        match self {
+            Operand::Each(v) => v[j].clone(),
+            Operand::Shared(v, d, p) => (v.clone(), *d, *p),
+        }
+    }
+}
+
+/// Number of items: the length of the first list argument, which must not be empty.
+fn num_items(ctx: &Ctx) -> Result<usize> {
+    let n = (0..ctx.num_args())
+        .find(|&i| matches!(ctx.arg(i), Arg::List(_)))
+        .map_or(0, |i| ctx.list_len(i));
+    if n == 0 {
+        return runtime("Tensor list must have at least one tensor.");
+    }
+    Ok(n)
+}
+
+/// Reads argument `i` for `n` items (a list of tensors or numbers, or one shared value).
+fn operand(ctx: &mut Ctx, i: usize, n: usize) -> Result<Operand> {
+    match ctx.arg(i) {
+        Arg::List(items) => {
+            if items.len() != n {
+                let scalars = matches!(items.first(), Some(Arg::Scalar(_)));
+                return runtime(if scalars {
+                    "Tensor list must have same number of elements as scalar list.".to_string()
+                } else {
+                    format!(
+                        "Tensor lists must have the same number of tensors, got {n} and {}",
+                        items.len()
+                    )
+                });
+            }
+            let dtypes: Vec<DType> = items
+                .iter()
+                .map(|a| match a {
+                    Arg::Tensor(m) => Ok(m.dtype),
+                    Arg::Scalar(s) => Ok(s.dtype),
+                    _ => Err(Error::Type(format!(
+                        "{}: undefined tensor in list",
+                        ctx.name
+                    ))),
+                })
+                .collect::<Result<_>>()?;
+            let parts: Vec<Participation> = (0..n).map(|j| ctx.participation(i, Some(j))).collect();
+            let values = ctx.tensors(i)?;
+            Ok(Operand::Each(
+                values
+                    .into_iter()
+                    .zip(dtypes)
+                    .zip(parts)
+                    .map(|((v, d), p)| (v, d, p))
+                    .collect(),
+            ))
+        }
+        _ => {
+            let d = ctx.ty(i)?.dtype;
+            let p = ctx.participation(i, None);
+            Ok(Operand::Shared(ctx.tensor(i)?, d, p))
+        }
+    }
+}
+
+/// A per-item kernel: the promoted operands, then the cast-only operands, all of one dtype.
+type Kernel = fn(&mut Builder, &[Value]) -> Result<Value>;
+
+/// Applies `f` to every item: arguments `promote` take part in type promotion (computed in
+/// the default float when `to_float`), arguments `cast` (alpha, value, weight) are converted
+/// to the result dtype; all are broadcast together.
+fn foreach(
+    ctx: &mut Ctx,
+    promote: &[usize],
+    cast: &[usize],
+    to_float: bool,
+    f: Kernel,
+) -> Result<Vec<Out>> {
+    let n = num_items(ctx)?;
+    let mut ops = Vec::new();
+    for &i in promote.iter().chain(cast) {
+        ops.push(operand(ctx, i, n)?);
+    }
+    let mut out = Vec::with_capacity(n);
+    for j in 0..n {
+        let items: Vec<(Value, DType, Participation)> = ops.iter().map(|o| o.item(j)).collect();
+        let roles: Vec<(DType, Participation)> = items[..promote.len()]
+            .iter()
+            .map(|(_, d, p)| (*d, *p))
+            .collect();
+        let mut dtype = result_type(&roles, ctx.default_float());
+        if to_float {
+            dtype = float_dtype(dtype, ctx.default_float());
+        }
+        let values: Vec<Value> = items.into_iter().map(|(v, _, _)| v).collect();
+        let values = broadcast_all(&mut ctx.b, &values, dtype)?;
+        out.push(Some(f(&mut ctx.b, &values)?));
+    }
+    Ok(out)
+}
+
+/// `x + y * alpha` (alpha when present); `or` for bool.
+fn add_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    let y = scaled(b, v)?;
+    Ok(if v[0].dtype() == DType::Bool {
+        b.or(&v[0], &y)?
+    } else {
+        b.add(&v[0], &y)?
+    })
+}
+
+/// `y * alpha` when an alpha operand is present, else `y`.
+fn scaled(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(match v.get(2) {
+        Some(alpha) if v[1].dtype() == DType::Bool => b.and(&v[1], alpha)?,
+        Some(alpha) => b.mul(&v[1], alpha)?,
+        None => v[1].clone(),
+    })
+}
+
+/// `x - y * alpha`.
+fn sub_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    if v[0].dtype() == DType::Bool {
+        return runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        );
+    }
+    let y = scaled(b, v)?;
+    Ok(b.sub(&v[0], &y)?)
+}
+
+/// `x * y` (`and` for bool).
+fn mul_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(if v[0].dtype() == DType::Bool {
+        b.and(&v[0], &v[1])?
+    } else {
+        b.mul(&v[0], &v[1])?
+    })
+}
+
+/// `x / y` (true division: operands are already float).
+fn div_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(b.div(&v[0], &v[1])?)
+}
+
+/// `max(x, y)` propagating NaN.
+fn max_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(b.max(&v[0], &v[1])?)
+}
+
+/// `min(x, y)` propagating NaN.
+fn min_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(b.min(&v[0], &v[1])?)
+}
+
+/// `x ^ y`.
+fn pow_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    Ok(b.pow(&v[0], &v[1])?)
+}
+
+/// `lerp(x, end, w)`.
+fn lerp_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    if !v[0].dtype().is_float() {
+        return Err(Error::NotImplemented(format!(
+            "\"lerp_kernel_scalar\" not implemented for '{}'",
+            torch_name(v[0].dtype())
+        )));
+    }
+    lerp_of(b, &v[0], &v[1], &v[2])
+}
+
+/// `x + value * t1 * t2`.
+fn addcmul_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    addc_of(b, &v[..3], &v[3], false)
+}
+
+/// `x + value * t1 / t2`.
+fn addcdiv_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    addc_of(b, &v[..3], &v[3], true)
+}
+
+/// `_foreach_addcmul` / `_foreach_addcdiv` (Scalar and ScalarList): PyTorch's dtype checks,
+/// then the kernel per item.
+fn addc(ctx: &mut Ctx, div: bool) -> Result<Vec<Out>> {
+    let n = num_items(ctx)?;
+    for j in 0..n {
+        let roles: Vec<(DType, Participation)> = (0..3)
+            .map(|i| Ok((ctx.meta(i, Some(j))?.dtype, Participation::Dim)))
+            .collect::<Result<_>>()?;
+        let vdtype = match ctx.arg(3) {
+            Arg::List(l) => match l.get(j) {
+                Some(Arg::Scalar(s)) => s.dtype,
+                _ => DType::I64,
+            },
+            _ => ctx.ty(3)?.dtype,
+        };
+        let kernel = if div {
+            "addcdiv_cpu_out"
+        } else {
+            "addcmul_cpu_out"
+        };
+        addc_check(
+            kernel,
+            result_type(&roles, ctx.default_float()),
+            vdtype,
+            div,
+        )?;
+    }
+    foreach(
+        ctx,
+        &[0, 1, 2],
+        &[3],
+        false,
+        if div { addcdiv_k } else { addcmul_k },
+    )
+}
+
+/// Defines foreach rules for unary ops: `$float` ones compute in a float type.
+macro_rules! unary {
+    ($($fn:ident($float:literal) => $body:expr),* $(,)?) => {
+        $(
+            #[doc = concat!("`_foreach_", stringify!($fn), "`: the unary op on every item.")]
+            fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
+                foreach(ctx, &[0], &[], $float, |b, v| {
+                    let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
+                    f(b, &v[0])
+                })
+            }
+        )*
+    };
+}
+
+unary! {
+    sqrt(true) => |b, x| Ok(b.sqrt(x)),
+    rsqrt(true) => |b, x| Ok(b.rsqrt(x)),
+    exp(true) => |b, x| Ok(b.exp(x)),
+    expm1(true) => |b, x| Ok(b.expm1(x)),
+    log(true) => |b, x| Ok(b.log(x)),
+    log1p(true) => |b, x| Ok(b.log1p(x)),
+    sigmoid(true) => |b, x| Ok(b.logistic(x)),
+    tanh(true) => |b, x| Ok(b.tanh(x)),
+    sin(true) => |b, x| Ok(b.sin(x)),
+    cos(true) => |b, x| Ok(b.cos(x)),
+    tan(true) => |b, x| Ok(b.tan(x)),
+    reciprocal(true) => |b, x| { let o = b.full_like(x, Literal::Float(1.0)); Ok(b.div(&o, x)?) },
+    neg(false) => |b, x| {
+        if x.dtype() == DType::Bool {
+            return runtime("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+        }
+        Ok(b.neg(x))
+    },
+    abs(false) => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.abs(x) }),
+    sign(false) => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
+    floor(false) => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
+    ceil(false) => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
+    round(false) => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
+    trunc(false) => |b, x| Ok(if x.dtype().is_float() { trunc_of(b, x)? } else { x.clone() }),
+    frac(false) => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
+    zero(false) => |b, x| Ok(b.full_like(x, Literal::Int(0))),
+    clone(false) => |_, x| Ok(x.clone()),
+}
+
+/// Rounds toward zero.
+fn trunc_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let s = b.sign(x);
+    let a = b.abs(x);
+    let f = b.floor(&a);
+    Ok(b.mul(&s, &f)?)
+}
+
+/// `_foreach_copy_(self, src)`: every `src` item cast and broadcast into its `self` item.
+fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let n = num_items(ctx)?;
+    if ctx.list_len(1) != n {
+        return runtime(format!(
+            "Tensor lists must have the same number of tensors, got {n} and {}",
+            ctx.list_len(1)
+        ));
+    }
+    let src = ctx.tensors(1)?;
+    let mut out = Vec::with_capacity(n);
+    for (j, s) in src.iter().enumerate() {
+        let ty = ctx.meta(0, Some(j))?.ty();
+        let s = ctx.b.convert(s, ty.dtype);
+        out.push(Some(ctx.b.broadcast_to(&s, &ty.shape)?));
+    }
+    Ok(out)
+}
+
+/// The vector norm of `x` over all elements for order `ord`, computed in f32 or wider.
+fn norm_of(b: &mut Builder, x: &Value, ord: f64) -> Result<Value> {
+    let w = opmath(x.dtype());
+    let x = b.convert(x, w);
+    let dims: Vec<i64> = (0..x.rank() as i64).collect();
+    let a = b.abs(&x);
+    let sum = |b: &mut Builder, v: &Value| {
+        let z = b.constant(Literal::Float(0.0), w);
+        b.reduce(v, &z, &dims, |b, p, q| b.add(p, q).expect("same types"))
+    };
+    Ok(if ord == 2.0 {
+        let sq = b.mul(&x, &x)?;
+        let s = sum(b, &sq);
+        b.sqrt(&s)
+    } else if ord == 1.0 {
+        sum(b, &a)
+    } else if ord == f64::INFINITY {
+        let z = b.constant(Literal::Float(0.0), w);
+        b.reduce(&a, &z, &dims, |b, p, q| b.max(p, q).expect("same types"))
+    } else if ord == f64::NEG_INFINITY {
+        let z = b.constant(Literal::Float(f64::INFINITY), w);
+        b.reduce(&a, &z, &dims, |b, p, q| b.min(p, q).expect("same types"))
+    } else if ord == 0.0 {
+        let z = b.full_like(&x, Literal::Float(0.0));
+        let nz = b.compare(CompareDir::Ne, &x, &z)?;
+        let nz = b.convert(&nz, w);
+        sum(b, &nz)
+    } else {
+        let p = b.full_like(&a, Literal::Float(ord));
+        let ap = b.pow(&a, &p)?;
+        let s = sum(b, &ap);
+        let inv = b.full_like(&s, Literal::Float(1.0 / ord));
+        b.pow(&s, &inv)?
+    })
+}
+
+/// `_foreach_norm.Scalar(self, ord, dtype)`: `linalg_vector_norm` of every item (ord baked).
+fn norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let n = num_items(ctx)?;
+    let ord = if ctx.has(1) {
+        ctx.scalar_value(1)?.as_f64()
+    } else {
+        2.0
+    };
+    let want = ctx.opt_dtype(2)?;
+    let xs = ctx.tensors(0)?;
+    let mut out = Vec::with_capacity(n);
+    for x in xs {
+        if !x.dtype().is_float() {
+            return Err(Error::NotImplemented(format!(
+                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+                torch_name(x.dtype())
+            )));
+        }
+        let dtype = want.unwrap_or(x.dtype());
+        let x = ctx.b.convert(&x, dtype);
+        let r = norm_of(&mut ctx.b, &x, ord)?;
+        out.push(Some(ctx.b.convert(&r, dtype)));
+    }
+    Ok(out)
+}
+
+/// `_foreach_NAME` overload names: functional, in-place and `out=` of each overload.
+fn names(base: &str, overloads: &[&str]) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    for o in overloads {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        if o.is_empty() {
+            v.push(leak(format!("_foreach_{base}")));
+            v.push(leak(format!("_foreach_{base}_")));
+            v.push(leak(format!("_foreach_{base}.out")));
+        } else {
+            v.push(leak(format!("_foreach_{base}.{o}")));
+            v.push(leak(format!("_foreach_{base}_.{o}")));
+            v.push(leak(format!("_foreach_{base}.{o}_out")));
+        }
+    }
+    v
+}
+
+/// Registers the family.
+pub(crate) fn register(reg: &mut Registry) {
+    const ALL: &[&str] = &["Scalar", "List", "ScalarList", "Tensor"];
+    const THREE: &[&str] = &["Scalar", "List", "ScalarList"];
+    // add / sub: `.List` and `.Tensor` carry alpha (argument 2).
+    reg.ops(&names("add", &["Scalar", "ScalarList"]), |c| {
+        foreach(c, &[0, 1], &[], false, add_k)
+    });
+    reg.ops(&names("add", &["List", "Tensor"]), |c| {
+        foreach(c, &[0, 1], &[2], false, add_k)
+    });
+    reg.ops(&names("sub", &["Scalar", "ScalarList"]), |c| {
+        foreach(c, &[0, 1], &[], false, sub_k)
+    });
+    reg.ops(&names("sub", &["List", "Tensor"]), |c| {
+        foreach(c, &[0, 1], &[2], false, sub_k)
+    });
+    reg.ops(&names("mul", ALL), |c| {
+        foreach(c, &[0, 1], &[], false, mul_k)
+    });
+    reg.ops(&names("div", ALL), |c| {
+        foreach(c, &[0, 1], &[], true, div_k)
+    });
+    reg.ops(&names("maximum", THREE), |c| {
+        foreach(c, &[0, 1], &[], false, max_k)
+    });
+    reg.ops(&names("clamp_min", THREE), |c| {
+        foreach(c, &[0, 1], &[], false, max_k)
+    });
+    reg.ops(&names("minimum", THREE), |c| {
+        foreach(c, &[0, 1], &[], false, min_k)
+    });
+    reg.ops(&names("clamp_max", THREE), |c| {
+        foreach(c, &[0, 1], &[], false, min_k)
+    });
+    reg.ops(&names("pow", THREE), |c| {
+        foreach(c, &[0, 1], &[], false, pow_k)
+    });
+    reg.ops(&["_foreach_pow.ScalarAndTensor"], |c| {
+        foreach(c, &[0, 1], &[], false, pow_k)
+    });
+    reg.ops(&names("lerp", THREE), |c| {
+        foreach(c, &[0, 1], &[2], false, lerp_k)
+    });
+    reg.ops(&names("addcmul", &["Scalar", "ScalarList"]), |c| {
+        addc(c, false)
+    });
+    reg.ops(&names("addcdiv", &["Scalar", "ScalarList"]), |c| {
+        addc(c, true)
+    });
+    reg.ops(&names("sqrt", &[""]), sqrt);
+    reg.ops(&names("rsqrt", &[""]), rsqrt);
+    reg.ops(&names("exp", &[""]), exp);
+    reg.ops(&names("expm1", &[""]), expm1);
+    reg.ops(&names("log", &[""]), log);
+    reg.ops(&names("log1p", &[""]), log1p);
+    reg.ops(&names("sigmoid", &[""]), sigmoid);
+    reg.ops(&names("tanh", &[""]), tanh);
+    reg.ops(&names("sin", &[""]), sin);
+    reg.ops(&names("cos", &[""]), cos);
+    reg.ops(&names("tan", &[""]), tan);
+    reg.ops(&names("reciprocal", &[""]), reciprocal);
+    reg.ops(&names("neg", &[""]), neg);
+    reg.ops(&names("abs", &[""]), abs);
+    reg.ops(&names("sign", &[""]), sign);
+    reg.ops(&names("floor", &[""]), floor);
+    reg.ops(&names("ceil", &[""]), ceil);
+    reg.ops(&names("round", &[""]), round);
+    reg.ops(&names("trunc", &[""]), trunc);
+    reg.ops(&names("frac", &[""]), frac);
+    reg.ops(&names("zero", &[""]), zero).any_cast();
+    reg.ops(&["_foreach_clone", "_foreach_clone.out"], clone);
+    reg.ops(&names("copy", &[""]), copy).any_cast();
+    reg.ops(&["_foreach_norm.Scalar", "_foreach_norm.Scalar_out"], norm)
+        .bake_scalars();
+}

@@ -1,0 +1,940 @@
+//! Neural-network ops: layer norm (+backward), activations and their backwards (gelu, silu,
+//! sigmoid/tanh/threshold backward, leaky_relu, hardtanh), dropout, losses (nll, mse),
+//! embedding backward and `_safe_softmax` (used by the math attention path). Half types are
+//! computed in f32 and rounded once, like PyTorch's CPU kernels.
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
+
+use super::{common_dtype, full, one};
+use crate::call::{Ctx, Out};
+use crate::error::{runtime, Error, Result};
+use crate::table::Registry;
+
+use super::elementwise::erf_of;
+
+/// PyTorch's `ScalarType` name of a dtype (for error messages).
+pub(crate) fn torch_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::BF16 => "BFloat16",
+        DType::F16 => "Half",
+        DType::I64 => "Long",
+        DType::I32 => "Int",
+        DType::I16 => "Short",
+        DType::I8 => "Char",
+        DType::U8 => "Byte",
+        DType::Bool => "Bool",
+        _ => "Unknown",
+    }
+}
+
+/// The type computations run in: f32 for bf16/f16, the dtype itself otherwise.
+fn compute_dtype(d: DType) -> DType {
+    if matches!(d, DType::BF16 | DType::F16) {
+        DType::F32
+    } else {
+        d
+    }
+}
+
+/// Converts `x` to its compute dtype.
+fn widen(b: &mut Builder, x: &Value) -> Value {
+    b.convert(x, compute_dtype(x.dtype()))
+}
+
+/// Sum of `x` over `dims`, keeping them as size-1 dimensions when `keep`.
+fn sum_dims(b: &mut Builder, x: &Value, dims: &[i64], keep: bool) -> Result<Value> {
+    let zero = b.constant(Literal::Int(0), x.dtype());
+    let r = b.reduce(x, &zero, dims, |b, p, q| b.add(p, q).expect("same type"));
+    if !keep {
+        return Ok(r);
+    }
+    let shape: Vec<i64> = (0..x.rank())
+        .map(|i| {
+            if dims.contains(&(i as i64)) {
+                1
+            } else {
+                x.shape()[i]
+            }
+        })
+        .collect();
+    Ok(b.reshape(&r, &shape)?)
+}
+
+/// Sum of every element of `x` as a 0-d value.
+fn sum_all(b: &mut Builder, x: &Value) -> Result<Value> {
+    let dims: Vec<i64> = (0..x.rank() as i64).collect();
+    sum_dims(b, x, &dims, false)
+}
+
+/// Reads tensor argument `i` in compute precision, broadcast to `shape`.
+fn read_wide(ctx: &mut Ctx, i: usize, shape: &[i64]) -> Result<Value> {
+    let v = ctx.tensor(i)?;
+    let v = widen(&mut ctx.b, &v);
+    Ok(ctx.b.broadcast_to(&v, shape)?)
+}
+
+/// Reads a `Scalar` argument `i` as a value of `like`'s dtype and shape.
+fn scalar_like(ctx: &mut Ctx, i: usize, like: &Value) -> Result<Value> {
+    let v = ctx.tensor(i)?;
+    let v = ctx.b.convert(&v, like.dtype());
+    Ok(ctx.b.broadcast_in_dim(&v, like.shape(), &[])?)
+}
+
+/// Fails like PyTorch's CPU kernels for non-float inputs of float-only activations.
+fn require_float(ctx: &Ctx, i: usize, kernel: &str) -> Result<DType> {
+    let d = ctx.ty(i)?.dtype;
+    if !d.is_float() {
+        return Err(Error::NotImplemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            torch_name(d)
+        )));
+    }
+    Ok(d)
+}
+
+// ---------------------------------------------------------------- layer norm
+
+/// Validates `normalized_shape` against the input and returns the first normalized axis.
+fn layer_norm_axis(input: &[i64], normalized: &[i64]) -> Result<usize> {
+    let k = normalized.len();
+    if k == 0 {
+        return runtime("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []");
+    }
+    if input.len() < k || input[input.len() - k..] != *normalized {
+        let n: Vec<String> = normalized.iter().map(|d| d.to_string()).collect();
+        let s: Vec<String> = input.iter().map(|d| d.to_string()).collect();
+        return runtime(format!(
+            "Given normalized_shape=[{}], expected input with shape [*, {}], but got input of size[{}]",
+            n.join(", "),
+            n.join(", "),
+            s.join(", ")
+        ));
+    }
+    Ok(input.len() - k)
+}
+
+/// `native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)`.
+fn native_layer_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let axis = layer_norm_axis(&ty.shape, &ctx.int_list(1)?)?;
+    let eps = ctx.float(4)?;
+    let dims: Vec<i64> = (axis as i64..ty.rank() as i64).collect();
+    let n: i64 = ty.shape[axis..].iter().product();
+    let x = read_wide(ctx, 0, &ty.shape)?;
+    let b = &mut ctx.b;
+    let s = sum_dims(b, &x, &dims, true)?;
+    let inv_n = full(b, &s, 1.0 / n.max(1) as f64);
+    let mean = b.mul(&s, &inv_n)?;
+    let mean_b = b.broadcast_to(&mean, &ty.shape)?;
+    let xc = b.sub(&x, &mean_b)?;
+    let sq = b.mul(&xc, &xc)?;
+    let var = sum_dims(b, &sq, &dims, true)?;
+    let var = b.mul(&var, &inv_n)?;
+    let e = full(b, &var, eps);
+    let ve = b.add(&var, &e)?;
+    let rstd = b.rsqrt(&ve);
+    let rstd_b = b.broadcast_to(&rstd, &ty.shape)?;
+    let mut y = b.mul(&xc, &rstd_b)?;
+    if ctx.has(2) {
+        let w = read_wide(ctx, 2, &ty.shape)?;
+        y = ctx.b.mul(&y, &w)?;
+    }
+    if ctx.has(3) {
+        let bias = read_wide(ctx, 3, &ty.shape)?;
+        y = ctx.b.add(&y, &bias)?;
+    }
+    let b = &mut ctx.b;
+    Ok(vec![
+        Some(b.convert(&y, ty.dtype)),
+        Some(b.convert(&mean, ty.dtype)),
+        Some(b.convert(&rstd, ty.dtype)),
+    ])
+}
+
+/// `native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+/// output_mask) -> (grad_input, grad_weight, grad_bias)`.
+fn native_layer_norm_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(1)?;
+    let axis = layer_norm_axis(&ty.shape, &ctx.int_list(2)?)?;
+    let mask = ctx.bool_list(7)?;
+    let want = |k: usize| mask.get(k).copied().unwrap_or(true);
+    let norm_dims: Vec<i64> = (axis as i64..ty.rank() as i64).collect();
+    let batch_dims: Vec<i64> = (0..axis as i64).collect();
+    let n: i64 = ty.shape[axis..].iter().product();
+    let g = read_wide(ctx, 0, &ty.shape)?;
+    let x = read_wide(ctx, 1, &ty.shape)?;
+    let mean = read_wide(ctx, 3, &ty.shape)?;
+    let rstd = read_wide(ctx, 4, &ty.shape)?;
+    let w = if ctx.has(5) {
+        Some(read_wide(ctx, 5, &ty.shape)?)
+    } else {
+        None
+    };
+    let b = &mut ctx.b;
+    let xc = b.sub(&x, &mean)?;
+    let xhat = b.mul(&xc, &rstd)?;
+    let mut outs: Vec<Out> = vec![None, None, None];
+    if want(0) {
+        let gw = match &w {
+            Some(w) => b.mul(&g, w)?,
+            None => g.clone(),
+        };
+        let inv_n = full(b, &g, 1.0 / n.max(1) as f64);
+        let s1 = sum_dims(b, &gw, &norm_dims, true)?;
+        let s1 = b.broadcast_to(&s1, &ty.shape)?;
+        let m1 = b.mul(&s1, &inv_n)?;
+        let gx = b.mul(&gw, &xhat)?;
+        let s2 = sum_dims(b, &gx, &norm_dims, true)?;
+        let s2 = b.broadcast_to(&s2, &ty.shape)?;
+        let m2 = b.mul(&s2, &inv_n)?;
+        let t = b.mul(&xhat, &m2)?;
+        let d = b.sub(&gw, &m1)?;
+        let d = b.sub(&d, &t)?;
+        let dx = b.mul(&d, &rstd)?;
+        outs[0] = Some(b.convert(&dx, ty.dtype));
+    }
+    if want(1) && ctx.has(5) {
+        let wd = ctx.ty(5)?.dtype;
+        let b = &mut ctx.b;
+        let gx = b.mul(&g, &xhat)?;
+        let dw = sum_dims(b, &gx, &batch_dims, false)?;
+        outs[1] = Some(b.convert(&dw, wd));
+    }
+    if want(2) && ctx.has(6) {
+        let bd = ctx.ty(6)?.dtype;
+        let b = &mut ctx.b;
+        let db = sum_dims(b, &g, &batch_dims, false)?;
+        outs[2] = Some(b.convert(&db, bd));
+    }
+    Ok(outs)
+}
+
+// ---------------------------------------------------------------- activations
+
+/// The `approximate` argument of gelu: true for "tanh".
+fn gelu_tanh(ctx: &Ctx, i: usize) -> Result<bool> {
+    match ctx.arg(i) {
+        crate::Arg::Str(s) if s == "tanh" => Ok(true),
+        crate::Arg::Str(s) if s == "none" => Ok(false),
+        crate::Arg::None => Ok(false),
+        crate::Arg::Str(s) => runtime(format!(
+            "approximate argument must be either none or tanh, got {s}"
+        )),
+        _ => Ok(false),
+    }
+}
+
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+const GELU_K: f64 = 0.044715;
+
+/// `gelu(self, approximate)`.
+fn gelu(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = require_float(ctx, 0, "GeluKernelImpl")?;
+    let approx = gelu_tanh(ctx, 1)?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = widen(b, &x);
+    let half = full(b, &x, 0.5);
+    let onev = full(b, &x, 1.0);
+    let inner = if approx {
+        let x3 = b.mul(&x, &x)?;
+        let x3 = b.mul(&x3, &x)?;
+        let k = full(b, &x, GELU_K);
+        let kx3 = b.mul(&x3, &k)?;
+        let s = b.add(&x, &kx3)?;
+        let c = full(b, &x, SQRT_2_OVER_PI);
+        let u = b.mul(&s, &c)?;
+        b.tanh(&u)
+    } else {
+        let c = full(b, &x, std::f64::consts::FRAC_1_SQRT_2);
+        let u = b.mul(&x, &c)?;
+        erf_of(b, &u)?
+    };
+    let t = b.add(&onev, &inner)?;
+    let y = b.mul(&x, &t)?;
+    let y = b.mul(&y, &half)?;
+    one(b.convert(&y, d))
+}
+
+/// `gelu_backward(grad_output, self, approximate)`.
+fn gelu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = require_float(ctx, 1, "GeluKernelImpl")?;
+    let approx = gelu_tanh(ctx, 2)?;
+    let shape = ctx.ty(1)?.shape;
+    let g = read_wide(ctx, 0, &shape)?;
+    let x = read_wide(ctx, 1, &shape)?;
+    let b = &mut ctx.b;
+    let half = full(b, &x, 0.5);
+    let onev = full(b, &x, 1.0);
+    let dydx = if approx {
+        // 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2), t = tanh(sqrt(2/pi)(x + k x^3))
+        let x2 = b.mul(&x, &x)?;
+        let x3 = b.mul(&x2, &x)?;
+        let k = full(b, &x, GELU_K);
+        let kx3 = b.mul(&x3, &k)?;
+        let s = b.add(&x, &kx3)?;
+        let c = full(b, &x, SQRT_2_OVER_PI);
+        let u = b.mul(&s, &c)?;
+        let t = b.tanh(&u);
+        let a = b.add(&onev, &t)?;
+        let left = b.mul(&a, &half)?;
+        let t2 = b.mul(&t, &t)?;
+        let sech2 = b.sub(&onev, &t2)?;
+        let k3 = full(b, &x, 3.0 * GELU_K);
+        let k3x2 = b.mul(&x2, &k3)?;
+        let du = b.add(&onev, &k3x2)?;
+        let du = b.mul(&du, &c)?;
+        let r = b.mul(&x, &half)?;
+        let r = b.mul(&r, &sech2)?;
+        let r = b.mul(&r, &du)?;
+        b.add(&left, &r)?
+    } else {
+        // cdf(x) + x pdf(x)
+        let c = full(b, &x, std::f64::consts::FRAC_1_SQRT_2);
+        let u = b.mul(&x, &c)?;
+        let e = erf_of(b, &u)?;
+        let cdf = b.add(&onev, &e)?;
+        let cdf = b.mul(&cdf, &half)?;
+        let x2 = b.mul(&x, &x)?;
+        let mh = full(b, &x, -0.5);
+        let ex = b.mul(&x2, &mh)?;
+        let ex = b.exp(&ex);
+        let k = full(b, &x, 0.398_942_280_401_432_7);
+        let pdf = b.mul(&ex, &k)?;
+        let xp = b.mul(&x, &pdf)?;
+        b.add(&cdf, &xp)?
+    };
+    let r = b.mul(&g, &dydx)?;
+    one(b.convert(&r, d))
+}
+
+/// `silu(self)`: `x * sigmoid(x)`.
+fn silu(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = require_float(ctx, 0, "silu_cpu")?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = widen(b, &x);
+    let s = b.logistic(&x);
+    let y = b.mul(&x, &s)?;
+    one(b.convert(&y, d))
+}
+
+/// `silu_backward(grad_output, self)`: `g * s * (1 + x (1 - s))`.
+fn silu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = common_dtype(ctx, &[0, 1])?;
+    let shape = super::broadcast_shapes(&ctx.ty(0)?.shape, &ctx.ty(1)?.shape)?;
+    let g = read_wide(ctx, 0, &shape)?;
+    let x = read_wide(ctx, 1, &shape)?;
+    let b = &mut ctx.b;
+    let x = b.convert(&x, g.dtype());
+    let s = b.logistic(&x);
+    let onev = full(b, &x, 1.0);
+    let oms = b.sub(&onev, &s)?;
+    let t = b.mul(&x, &oms)?;
+    let t = b.add(&onev, &t)?;
+    let r = b.mul(&g, &s)?;
+    let r = b.mul(&r, &t)?;
+    one(b.convert(&r, d))
+}
+
+/// Reads `(grad, y)` promoted and broadcast in compute precision; returns the result dtype.
+fn grad_pair(ctx: &mut Ctx) -> Result<(DType, Value, Value)> {
+    let d = common_dtype(ctx, &[0, 1])?;
+    let shape = super::broadcast_shapes(&ctx.ty(0)?.shape, &ctx.ty(1)?.shape)?;
+    let w = compute_dtype(d);
+    let g = ctx.tensor(0)?;
+    let y = ctx.tensor(1)?;
+    let g = ctx.b.convert(&g, w);
+    let y = ctx.b.convert(&y, w);
+    let g = ctx.b.broadcast_to(&g, &shape)?;
+    let y = ctx.b.broadcast_to(&y, &shape)?;
+    Ok((d, g, y))
+}
+
+/// `sigmoid_backward(grad_output, output)`: `g * y * (1 - y)`.
+fn sigmoid_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, g, y) = grad_pair(ctx)?;
+    let b = &mut ctx.b;
+    let onev = full(b, &y, 1.0);
+    let omy = b.sub(&onev, &y)?;
+    let r = b.mul(&y, &omy)?;
+    let r = b.mul(&g, &r)?;
+    one(b.convert(&r, d))
+}
+
+/// `tanh_backward(grad_output, output)`: `g * (1 - y^2)`.
+fn tanh_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, g, y) = grad_pair(ctx)?;
+    let b = &mut ctx.b;
+    let onev = full(b, &y, 1.0);
+    let y2 = b.mul(&y, &y)?;
+    let r = b.sub(&onev, &y2)?;
+    let r = b.mul(&g, &r)?;
+    one(b.convert(&r, d))
+}
+
+/// `threshold_backward(grad_output, self, threshold)`: zero where `self <= threshold`.
+fn threshold_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, g, x) = grad_pair(ctx)?;
+    let th = scalar_like(ctx, 2, &x)?;
+    let b = &mut ctx.b;
+    let le = b.compare(CompareDir::Le, &x, &th)?;
+    let z = full(b, &g, 0.0);
+    let r = b.select(&le, &z, &g)?;
+    one(b.convert(&r, d))
+}
+
+/// `threshold(self, threshold, value)`: `value` where `self <= threshold`, else `self`.
+fn threshold(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let th = scalar_like(ctx, 1, &x)?;
+    let v = scalar_like(ctx, 2, &x)?;
+    let le = ctx.b.compare(CompareDir::Le, &x, &th)?;
+    one(ctx.b.select(&le, &v, &x)?)
+}
+
+/// `leaky_relu(self, negative_slope)`.
+fn leaky_relu(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = require_float(ctx, 0, "leaky_relu_cpu")?;
+    let x = ctx.tensor(0)?;
+    let x = widen(&mut ctx.b, &x);
+    let slope = scalar_like(ctx, 1, &x)?;
+    let b = &mut ctx.b;
+    let z = full(b, &x, 0.0);
+    let pos = b.compare(CompareDir::Gt, &x, &z)?;
+    let neg = b.mul(&x, &slope)?;
+    let r = b.select(&pos, &x, &neg)?;
+    one(b.convert(&r, d))
+}
+
+/// `leaky_relu_backward(grad_output, self, negative_slope, self_is_result)`.
+fn leaky_relu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, g, x) = grad_pair(ctx)?;
+    let slope = scalar_like(ctx, 2, &x)?;
+    let b = &mut ctx.b;
+    let z = full(b, &x, 0.0);
+    let pos = b.compare(CompareDir::Gt, &x, &z)?;
+    let neg = b.mul(&g, &slope)?;
+    let r = b.select(&pos, &g, &neg)?;
+    one(b.convert(&r, d))
+}
+
+/// `hardtanh(self, min_val, max_val)`: a clamp.
+fn hardtanh(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = ctx.ty(0)?.dtype;
+    if d == DType::Bool {
+        return Err(Error::NotImplemented(
+            "\"hardtanh_cpu\" not implemented for 'Bool'".into(),
+        ));
+    }
+    let x = ctx.tensor(0)?;
+    let lo = scalar_like(ctx, 1, &x)?;
+    let hi = scalar_like(ctx, 2, &x)?;
+    let r = ctx.b.max(&x, &lo)?;
+    one(ctx.b.min(&r, &hi)?)
+}
+
+/// `hardtanh_backward(grad_output, self, min_val, max_val)`: zero outside `(min, max)`.
+fn hardtanh_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, g, x) = grad_pair(ctx)?;
+    let lo = scalar_like(ctx, 2, &x)?;
+    let hi = scalar_like(ctx, 3, &x)?;
+    let b = &mut ctx.b;
+    let below = b.compare(CompareDir::Le, &x, &lo)?;
+    let above = b.compare(CompareDir::Ge, &x, &hi)?;
+    let out = b.or(&below, &above)?;
+    let z = full(b, &g, 0.0);
+    let r = b.select(&out, &z, &g)?;
+    one(b.convert(&r, d))
+}
+
+// ---------------------------------------------------------------- dropout
+
+/// `native_dropout(input, p, train) -> (output, mask)`; the mask keeps each element with
+/// probability `1 - p` (from the device generator) and kept elements scale by `1 / (1 - p)`.
+fn native_dropout(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let p = ctx.float(1)?;
+    let train = ctx.bool_or(2, true)?;
+    let x = ctx.tensor(0)?;
+    if !train {
+        let mask = ctx
+            .b
+            .splat(Literal::Bool(true), &ty.with_dtype(DType::Bool));
+        return Ok(vec![Some(x), Some(mask)]);
+    }
+    if !(0.0..=1.0).contains(&p) {
+        return runtime(format!(
+            "dropout probability has to be between 0 and 1, but got {p}"
+        ));
+    }
+    if !ty.dtype.is_float() {
+        return runtime(format!(
+            "result type Float can't be cast to the desired output type {}",
+            torch_name(ty.dtype)
+        ));
+    }
+    let keep_p = 1.0 - p;
+    let scale = if keep_p == 0.0 { 0.0 } else { 1.0 / keep_p };
+    let bits = ctx.random_bits(&ty.shape);
+    let b = &mut ctx.b;
+    // 24 random bits -> uniform in [0, 1).
+    let eight = b.full_like(&bits, Literal::Int(8));
+    let top = b.shift_right_logical(&bits, &eight)?;
+    let u = b.convert(&top, DType::F32);
+    let k = full(b, &u, 1.0 / 16_777_216.0);
+    let u = b.mul(&u, &k)?;
+    let kp = full(b, &u, keep_p);
+    let mask = b.compare(CompareDir::Lt, &u, &kp)?;
+    let xw = widen(b, &x);
+    let s = full(b, &xw, scale);
+    let xs = b.mul(&xw, &s)?;
+    let z = full(b, &xw, 0.0);
+    let y = b.select(&mask, &xs, &z)?;
+    Ok(vec![Some(b.convert(&y, ty.dtype)), Some(mask)])
+}
+
+/// `native_dropout_backward(grad_output, mask, scale)`: `grad * mask * scale`.
+fn native_dropout_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = ctx.ty(0)?.dtype;
+    let scale = ctx.float(2)?;
+    let g = ctx.tensor(0)?;
+    let m = ctx.tensor(1)?;
+    let b = &mut ctx.b;
+    let g = widen(b, &g);
+    let m = b.convert(&m, g.dtype());
+    let m = b.broadcast_to(&m, g.shape())?;
+    let s = full(b, &g, scale);
+    let r = b.mul(&g, &m)?;
+    let r = b.mul(&r, &s)?;
+    one(b.convert(&r, d))
+}
+
+// ---------------------------------------------------------------- losses
+
+/// Validates nll_loss arguments and returns (rows M, classes C, loss shape for "none").
+fn nll_shapes(ctx: &Ctx, x: usize, t: usize, w: usize) -> Result<(i64, i64, Vec<i64>)> {
+    let (xs, tt) = (ctx.ty(x)?.shape, ctx.ty(t)?);
+    let td = tt.dtype;
+    if td != DType::I64 && td != DType::U8 {
+        return runtime(format!(
+            "expected target dtype to be Long or Byte, but got {}",
+            torch_name(td)
+        ));
+    }
+    let two_d = ctx.name.starts_with("nll_loss2d");
+    let ts = tt.shape;
+    if two_d {
+        if xs.len() != 4 {
+            return runtime(format!(
+                "only batches of spatial inputs supported (4D tensors), but got input of dimension: {}",
+                xs.len()
+            ));
+        }
+        if ts.len() != 3 {
+            return runtime(format!(
+                "only batches of spatial targets supported (3D tensors) but got targets of dimension: {}",
+                ts.len()
+            ));
+        }
+        if xs[0] != ts[0] || xs[2] != ts[1] || xs[3] != ts[2] {
+            return runtime(format!("size mismatch (got input: {xs:?}, target: {ts:?})"));
+        }
+    } else {
+        if xs.is_empty() || xs.len() > 2 {
+            return runtime("input tensor should be 1D or 2D");
+        }
+        if ts.len() > 1 {
+            return runtime("0D or 1D target tensor expected, multi-target not supported");
+        }
+        let n = if xs.len() == 2 { xs[0] } else { 1 };
+        let tn = if ts.len() == 1 { ts[0] } else { 1 };
+        if n != tn || (xs.len() == 1 && ts.len() == 1 && ts[0] != 1) {
+            return runtime(format!("size mismatch (got input: {xs:?}, target: {ts:?})",));
+        }
+    }
+    let c = if xs.len() == 1 { xs[0] } else { xs[1] };
+    if ctx.has(w) {
+        let wn = ctx.ty(w)?.numel();
+        if wn != c {
+            return runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                ctx.ty(w)?.shape
+            ));
+        }
+    }
+    let m = ts
+        .iter()
+        .product::<i64>()
+        .max(if ts.is_empty() { 1 } else { 0 });
+    Ok((m, c, ts))
+}
+
+/// Input `i` as a (M, C) matrix in compute precision (class dim moved last).
+fn nll_rows(ctx: &mut Ctx, i: usize, m: i64, c: i64) -> Result<Value> {
+    let x = ctx.tensor(i)?;
+    let b = &mut ctx.b;
+    let x = widen(b, &x);
+    let x = if x.rank() > 2 {
+        let mut perm: Vec<i64> = vec![0];
+        perm.extend(2..x.rank() as i64);
+        perm.push(1);
+        b.transpose(&x, &perm)?
+    } else {
+        x
+    };
+    Ok(b.reshape(&x, &[m, c])?)
+}
+
+/// The (M, C) one-hot of the target, the per-row weights (0 for ignored rows) and validity.
+fn nll_weights(
+    ctx: &mut Ctx,
+    t: usize,
+    w: usize,
+    ignore: i64,
+    m: i64,
+    c: i64,
+    dtype: DType,
+) -> Result<(Value, Value)> {
+    let target = ctx.tensor(t)?;
+    let weight = ctx.opt_tensor(w)?;
+    let b = &mut ctx.b;
+    let target = b.convert(&target, DType::I64);
+    let target = b.reshape(&target, &[m])?;
+    let cls = b.iota(&TensorType::new(DType::I64, [m, c]), 1);
+    let tb = b.broadcast_in_dim(&target, &[m, c], &[0])?;
+    let onehot = b.compare(CompareDir::Eq, &cls, &tb)?;
+    let ig = b.full_like(&target, Literal::Int(ignore));
+    let valid = b.compare(CompareDir::Ne, &target, &ig)?;
+    let ones = b.splat(Literal::Int(1), &TensorType::new(dtype, [m]));
+    let wi = match weight {
+        Some(wv) => {
+            let wv = b.convert(&wv, dtype);
+            let wv = b.reshape(&wv, &[c])?;
+            let wb = b.broadcast_in_dim(&wv, &[m, c], &[1])?;
+            let z = b.full_like(&wb, Literal::Int(0));
+            let picked = b.select(&onehot, &wb, &z)?;
+            sum_dims(b, &picked, &[1], false)?
+        }
+        None => ones,
+    };
+    let z = b.full_like(&wi, Literal::Int(0));
+    let wi = b.select(&valid, &wi, &z)?;
+    Ok((onehot, wi))
+}
+
+/// `nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)`
+/// (also `nll_loss2d_forward`).
+fn nll_loss_forward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (m, c, tshape) = nll_shapes(ctx, 0, 1, 2)?;
+    let d = ctx.ty(0)?.dtype;
+    let reduction = ctx.int(3)?;
+    let ignore = ctx.int(4)?;
+    let x = nll_rows(ctx, 0, m, c)?;
+    let (onehot, wi) = nll_weights(ctx, 1, 2, ignore, m, c, x.dtype())?;
+    let b = &mut ctx.b;
+    let z = b.full_like(&x, Literal::Int(0));
+    let picked = b.select(&onehot, &x, &z)?;
+    let picked = sum_dims(b, &picked, &[1], false)?;
+    let nw = b.neg(&wi);
+    let loss = b.mul(&picked, &nw)?;
+    let zr = b.full_like(&loss, Literal::Int(0));
+    let keep = b.compare(CompareDir::Ne, &wi, &zr)?;
+    let loss = b.select(&keep, &loss, &zr)?;
+    let (out, total) = if reduction == 0 {
+        let total = b.constant(Literal::Int(0), d);
+        (b.reshape(&loss, &tshape)?, total)
+    } else {
+        let s = sum_all(b, &loss)?;
+        let tw = sum_all(b, &wi)?;
+        let out = if reduction == 1 { b.div(&s, &tw)? } else { s };
+        (out, b.convert(&tw, d))
+    };
+    Ok(vec![Some(b.convert(&out, d)), Some(total)])
+}
+
+/// `nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
+/// total_weight)` (also `nll_loss2d_backward`).
+fn nll_loss_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (m, c, _) = nll_shapes(ctx, 1, 2, 3)?;
+    let xty = ctx.ty(1)?;
+    let reduction = ctx.int(4)?;
+    let ignore = ctx.int(5)?;
+    let w = compute_dtype(xty.dtype);
+    let (onehot, wi) = nll_weights(ctx, 2, 3, ignore, m, c, w)?;
+    let g = ctx.tensor(0)?;
+    let tw = ctx.tensor(6)?;
+    let b = &mut ctx.b;
+    let g = b.convert(&g, w);
+    let g = if reduction == 0 {
+        b.reshape(&g, &[m])?
+    } else {
+        let g = b.reshape(&g, &[])?;
+        let g = if reduction == 1 {
+            let tw = b.convert(&tw, w);
+            let tw = b.reshape(&tw, &[])?;
+            b.div(&g, &tw)?
+        } else {
+            g
+        };
+        b.broadcast_in_dim(&g, &[m], &[])?
+    };
+    let rowg = b.mul(&g, &wi)?;
+    let rowg = b.neg(&rowg);
+    let rg = b.broadcast_in_dim(&rowg, &[m, c], &[0])?;
+    let z = b.full_like(&rg, Literal::Int(0));
+    let grad = b.select(&onehot, &rg, &z)?;
+    // Back to the input layout (class dim 1).
+    let grad = if xty.rank() > 2 {
+        let mut moved: Vec<i64> = vec![xty.shape[0]];
+        moved.extend(&xty.shape[2..]);
+        moved.push(c);
+        let g4 = b.reshape(&grad, &moved)?;
+        let r = xty.rank() as i64;
+        let mut perm: Vec<i64> = vec![0, r - 1];
+        perm.extend(1..r - 1);
+        b.transpose(&g4, &perm)?
+    } else {
+        b.reshape(&grad, &xty.shape)?
+    };
+    one(b.convert(&grad, xty.dtype))
+}
+
+/// Reads `self` and `target` of an mse loss, promoted and broadcast in compute precision.
+fn mse_operands(ctx: &mut Ctx, x: usize, t: usize) -> Result<(DType, Value, Value)> {
+    let d = common_dtype(ctx, &[x, t])?;
+    let shape = super::broadcast_shapes(&ctx.ty(x)?.shape, &ctx.ty(t)?.shape)?;
+    let w = compute_dtype(d);
+    let a = ctx.tensor(x)?;
+    let bv = ctx.tensor(t)?;
+    let a = ctx.b.convert(&a, w);
+    let bv = ctx.b.convert(&bv, w);
+    let a = ctx.b.broadcast_to(&a, &shape)?;
+    let bv = ctx.b.broadcast_to(&bv, &shape)?;
+    Ok((d, a, bv))
+}
+
+/// `mse_loss(self, target, reduction)`.
+fn mse_loss(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let reduction = ctx.int(2)?;
+    let (d, x, t) = mse_operands(ctx, 0, 1)?;
+    if !d.is_float() {
+        return Err(Error::NotImplemented(format!(
+            "\"mse_cpu\" not implemented for '{}'",
+            torch_name(d)
+        )));
+    }
+    let b = &mut ctx.b;
+    let diff = b.sub(&x, &t)?;
+    let sq = b.mul(&diff, &diff)?;
+    let r = match reduction {
+        0 => sq,
+        _ => {
+            let s = sum_all(b, &sq)?;
+            if reduction == 1 {
+                let n = full(b, &s, x.ty.numel() as f64);
+                b.div(&s, &n)?
+            } else {
+                s
+            }
+        }
+    };
+    one(b.convert(&r, d))
+}
+
+/// `mse_loss_backward(grad_output, self, target, reduction)`: `2 (x - t) g [/ numel]`.
+fn mse_loss_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let reduction = ctx.int(3)?;
+    let (d, x, t) = mse_operands(ctx, 1, 2)?;
+    let g = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let g = b.convert(&g, x.dtype());
+    let g = b.broadcast_to(&g, x.shape())?;
+    let diff = b.sub(&x, &t)?;
+    let k = if reduction == 1 {
+        2.0 / x.ty.numel().max(1) as f64
+    } else {
+        2.0
+    };
+    let k = full(b, &diff, k);
+    let r = b.mul(&diff, &k)?;
+    let r = b.mul(&r, &g)?;
+    one(b.convert(&r, d))
+}
+
+// ---------------------------------------------------------------- embedding
+
+/// `embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+/// scale_grad_by_freq)`: scatter-adds gradient rows into a (num_weights, D) zero matrix.
+fn embedding_dense_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let gty = ctx.ty(0)?;
+    let num = ctx.int(2)?;
+    let padding = ctx.int(3)?;
+    let by_freq = ctx.bool_or(4, false)?;
+    let dim = *gty.shape.last().unwrap_or(&1);
+    let m: i64 = ctx.ty(1)?.numel();
+    let g = ctx.tensor(0)?;
+    let idx = ctx.tensor(1)?;
+    let b = &mut ctx.b;
+    let g = widen(b, &g);
+    let g = b.reshape(&g, &[m, dim])?;
+    let idx = b.convert(&idx, DType::I64);
+    let idx = b.reshape(&idx, &[m])?;
+    let pad = b.full_like(&idx, Literal::Int(padding));
+    let keep = b.compare(CompareDir::Ne, &idx, &pad)?;
+    let keep2 = b.broadcast_in_dim(&keep, &[m, dim], &[0])?;
+    let z = b.full_like(&g, Literal::Int(0));
+    let upd = b.select(&keep2, &g, &z)?;
+    let idx2 = b.reshape(&idx, &[m, 1])?;
+    let zeros = b.splat(Literal::Int(0), &TensorType::new(g.dtype(), [num, dim]));
+    let dims = ScatterDims {
+        update_window_dims: vec![1],
+        inserted_window_dims: vec![0],
+        scatter_dims_to_operand_dims: vec![0],
+        index_vector_dim: 1,
+    };
+    let add: fn(&mut Builder, &Value, &Value) -> Value = |b, p, q| b.add(p, q).expect("same type");
+    let mut r = b.scatter(&zeros, &idx2, &upd, &dims, Some(add));
+    if by_freq {
+        let ones = b.splat(Literal::Int(1), &TensorType::new(g.dtype(), [m]));
+        let czero = b.splat(Literal::Int(0), &TensorType::new(g.dtype(), [num]));
+        let cdims = ScatterDims {
+            update_window_dims: vec![],
+            inserted_window_dims: vec![0],
+            scatter_dims_to_operand_dims: vec![0],
+            index_vector_dim: 1,
+        };
+        let counts = b.scatter(&czero, &idx2, &ones, &cdims, Some(add));
+        let onec = b.full_like(&counts, Literal::Int(1));
+        let counts = b.max(&counts, &onec)?;
+        let counts = b.broadcast_in_dim(&counts, &[num, dim], &[0])?;
+        r = b.div(&r, &counts)?;
+    }
+    one(b.convert(&r, gty.dtype))
+}
+
+// ---------------------------------------------------------------- attention helpers
+
+/// `_safe_softmax(self, dim, dtype)`: softmax whose fully `-inf` rows give zeros (the math
+/// attention path's softmax).
+fn safe_softmax(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let dim = super::wrap_dim(ctx.int(1)?, ty.rank())?;
+    let out_d = ctx.opt_dtype(2)?.unwrap_or(ty.dtype);
+    let out_d = super::float_dtype(out_d, ctx.default_float());
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    if ty.rank() == 0 {
+        let x = b.convert(&x, out_d);
+        let r = b.full_like(&x, Literal::Int(1));
+        let ninf = b.full_like(&x, Literal::Float(f64::NEG_INFINITY));
+        let is_ninf = b.compare(CompareDir::Eq, &x, &ninf)?;
+        let z = b.full_like(&x, Literal::Int(0));
+        return one(b.select(&is_ninf, &z, &r)?);
+    }
+    let x = b.convert(&x, out_d);
+    let x = widen(b, &x);
+    let ninf = b.constant(Literal::Float(f64::NEG_INFINITY), x.dtype());
+    let mx = b.reduce(&x, &ninf, &[dim as i64], |b, p, q| {
+        b.max(p, q).expect("same type")
+    });
+    let keep_shape: Vec<i64> = (0..ty.rank())
+        .map(|i| if i == dim { 1 } else { ty.shape[i] })
+        .collect();
+    let mx = b.reshape(&mx, &keep_shape)?;
+    let mx = b.broadcast_to(&mx, &ty.shape)?;
+    let ninf_b = b.full_like(&mx, Literal::Float(f64::NEG_INFINITY));
+    let dead = b.compare(CompareDir::Eq, &mx, &ninf_b)?;
+    let z = b.full_like(&mx, Literal::Int(0));
+    let safe_mx = b.select(&dead, &z, &mx)?;
+    let sh = b.sub(&x, &safe_mx)?;
+    let e = b.exp(&sh);
+    let s = sum_dims(b, &e, &[dim as i64], true)?;
+    let s = b.broadcast_to(&s, &ty.shape)?;
+    let r = b.div(&e, &s)?;
+    let r = b.select(&dead, &z, &r)?;
+    one(b.convert(&r, out_d))
+}
+
+/// Registers the family.
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(
+        &["native_layer_norm", "native_layer_norm.out"],
+        native_layer_norm,
+    );
+    reg.ops(
+        &[
+            "native_layer_norm_backward",
+            "native_layer_norm_backward.out",
+        ],
+        native_layer_norm_backward,
+    );
+    reg.ops(&["gelu", "gelu_", "gelu.out"], gelu);
+    reg.ops(
+        &["gelu_backward", "gelu_backward.grad_input"],
+        gelu_backward,
+    );
+    reg.ops(&["silu", "silu_", "silu.out"], silu);
+    reg.ops(
+        &["silu_backward", "silu_backward.grad_input"],
+        silu_backward,
+    );
+    reg.ops(
+        &["sigmoid_backward", "sigmoid_backward.grad_input"],
+        sigmoid_backward,
+    );
+    reg.ops(
+        &["tanh_backward", "tanh_backward.grad_input"],
+        tanh_backward,
+    );
+    reg.ops(
+        &["threshold_backward", "threshold_backward.grad_input"],
+        threshold_backward,
+    );
+    reg.ops(&["threshold", "threshold_", "threshold.out"], threshold);
+    reg.ops(&["leaky_relu", "leaky_relu_", "leaky_relu.out"], leaky_relu);
+    reg.ops(
+        &["leaky_relu_backward", "leaky_relu_backward.grad_input"],
+        leaky_relu_backward,
+    );
+    reg.ops(&["hardtanh", "hardtanh_", "hardtanh.out"], hardtanh);
+    reg.ops(
+        &["hardtanh_backward", "hardtanh_backward.grad_input"],
+        hardtanh_backward,
+    );
+    reg.ops(&["native_dropout", "native_dropout.out"], native_dropout);
+    reg.ops(
+        &["native_dropout_backward", "native_dropout_backward.out"],
+        native_dropout_backward,
+    );
+    reg.ops(
+        &[
+            "nll_loss_forward",
+            "nll_loss_forward.output",
+            "nll_loss2d_forward",
+            "nll_loss2d_forward.output",
+        ],
+        nll_loss_forward,
+    );
+    reg.ops(
+        &[
+            "nll_loss_backward",
+            "nll_loss_backward.grad_input",
+            "nll_loss2d_backward",
+            "nll_loss2d_backward.grad_input",
+        ],
+        nll_loss_backward,
+    );
+    reg.ops(&["mse_loss", "mse_loss.out"], mse_loss);
+    reg.ops(
+        &["mse_loss_backward", "mse_loss_backward.grad_input"],
+        mse_loss_backward,
+    );
+    reg.ops(
+        &["embedding_dense_backward", "embedding_dense_backward.out"],
+        embedding_dense_backward,
+    );
+    reg.ops(&["_safe_softmax"], safe_softmax);
+}

@@ -1,0 +1,303 @@
+"""Indexing ops: index_select, gather / scatter (+ add, reduce), index_add, advanced
+indexing (`x[idx]`, `x[idx] = v`, boolean masks), masked_fill and masked_scatter."""
+
+import pytest
+import torch
+from helpers import check, fallbacks, no_fallback
+
+FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+ALL_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
+
+
+def sample(shape, dtype, grad=False):
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype).requires_grad_(grad)
+    lo = 0 if dtype == torch.uint8 else -5
+    return torch.randint(lo, 6, shape, dtype=dtype)
+
+
+def tol(dtype):
+    return dict(atol=1e-2, rtol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+
+
+def perm_index(n, k, shape):
+    """`shape`-shaped int64 tensor of distinct-per-column indices below n (k rows)."""
+    cols = [torch.randperm(n)[:k] for _ in range(shape[1])]
+    return torch.stack(cols, dim=1)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_index_select(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5), dtype, g)
+    idx = torch.tensor([3, 0, 3, 1])
+    with no_fallback():
+        check(lambda t, i: torch.index_select(t, 0, i), x, idx, grad=g, **tol(dtype))
+        check(lambda t, i: t.index_select(-1, i), x, idx.to(torch.int32), grad=g, **tol(dtype))
+        check(lambda t, i: t.index_select(1, i), x, torch.tensor(2), grad=g, **tol(dtype))
+
+        def with_out(t, i):
+            out = torch.empty(0, dtype=t.dtype, device=t.device)
+            torch.index_select(t.detach(), 1, i, out=out)
+            return out
+
+        check(with_out, x, idx, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_gather(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5), dtype, g)
+    idx = torch.randint(0, 4, (3, 5))
+    with no_fallback():
+        check(lambda t, i: torch.gather(t, 0, i), x, idx, grad=g, **tol(dtype))
+        check(lambda t, i: torch.gather(t, 1, i), x, torch.randint(0, 5, (2, 3)), grad=g, **tol(dtype))
+        check(lambda t, i: torch.gather(t, -1, i), x, torch.randint(0, 5, (4, 7)), grad=g, **tol(dtype))
+
+        def with_out(t, i):
+            out = torch.empty(0, dtype=t.dtype, device=t.device)
+            torch.gather(t.detach(), 0, i, out=out)
+            return out
+
+        check(with_out, x, idx, **tol(dtype))
+    with pytest.raises(RuntimeError, match="Expected dtype int64"):
+        torch.gather(x.detach().to("tpu"), 0, idx.to(torch.int32).to("tpu"))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_scatter(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5), dtype, g)
+    src = sample((3, 6), dtype, g)
+    idx = perm_index(4, 3, (3, 5))
+    with no_fallback():
+        check(lambda t, i, s: torch.scatter(t, 0, i, s), x, idx, src[:, :5], grad=g, **tol(dtype))
+        check(lambda t, i, s: torch.scatter(t, 0, i, s), x, idx, src.detach(), **tol(dtype))
+        check(lambda t, i: torch.scatter(t, 0, i, 3), x, idx, grad=g, **tol(dtype))
+        check(lambda t, i, s: t.detach().clone().scatter_(0, i, s.detach()), x, idx, src, **tol(dtype))
+        check(lambda t, i: t.detach().clone().scatter_(0, i, 2), x, idx, **tol(dtype))
+        check(lambda t, i, s: torch.scatter_add(t, 0, i, s), x, idx, src[:, :5], grad=g, **tol(dtype))
+        dup = torch.randint(0, 5, (4, 6))
+        check(lambda t, i, s: torch.scatter_add(t, 1, i, s), x, dup, sample((4, 6), dtype, g), grad=g, **tol(dtype))
+        check(lambda t, i, s: t.detach().clone().scatter_add_(1, i, s.detach()), x, dup, sample((4, 6), dtype), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(dtype, reduce, include_self):
+    x = sample((4, 5), dtype)
+    src = sample((6, 5), dtype)
+    idx = torch.randint(0, 3, (6, 5))
+    with no_fallback():
+        check(lambda t, i, s: t.scatter_reduce(0, i, s, reduce, include_self=include_self), x, idx, src)
+        check(lambda t, i, s: t.clone().scatter_reduce_(0, i, s, reduce, include_self=include_self), x, idx, src)
+
+
+def test_scatter_legacy_reduce():
+    x = torch.randn(4, 5)
+    idx = torch.randint(0, 4, (3, 5))
+    src = torch.randn(3, 5)
+    with no_fallback():
+        check(lambda t, i, s: t.scatter(0, i, s, reduce="add"), x, idx, src)
+        check(lambda t, i, s: t.scatter(0, i, s, reduce="multiply"), x, idx, src)
+        check(lambda t, i: t.scatter(0, i, 2.0, reduce="multiply"), x, idx)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_index_add(dtype):
+    g = dtype.is_floating_point
+    x = sample((5, 3), dtype, g)
+    src = sample((4, 3), dtype, g)
+    idx = torch.tensor([4, 0, 4, 2])
+    with no_fallback():
+        check(lambda t, i, s: torch.index_add(t, 0, i, s), x, idx, src, grad=g, **tol(dtype))
+        check(lambda t, i, s: t.detach().clone().index_add_(0, i, s.detach()), x, idx, src, **tol(dtype))
+        check(lambda t, i, s: t.index_add(1, i, s), x, torch.tensor([2, 2]), sample((5, 2), dtype, g), grad=g, **tol(dtype))
+        if dtype != torch.bool:
+            check(lambda t, i, s: t.index_add(0, i, s, alpha=2), x, idx, src, grad=g, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_advanced_index(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5, 6), dtype, g)
+    i = torch.tensor([0, -1, 2, 2])
+    j = torch.tensor([[1], [3], [-4]])
+    a = dict(grad=g, **tol(dtype))
+    with no_fallback():
+        check(lambda t, i: t[i], x, i, **a)
+        check(lambda t, i: t[:, i], x, i, **a)
+        check(lambda t, i: t[..., i], x, i, **a)
+        check(lambda t, i: t[i, i], x, i, **a)
+        check(lambda t, i, j: t[j, i], x, i, j, **a)  # broadcast to (3, 4)
+        check(lambda t, i, j: t[:, j, i], x, i, j, **a)
+        check(lambda t, i: t[i, :, i], x, i, **a)  # non-adjacent: batch dims first
+        check(lambda t, i, j: t[j, 1:3, i], x, i, j, **a)
+        check(lambda t, i: t[i, 2], x, i.to(torch.int32), **a)
+        check(lambda t, i: t[None, i], x, i, **a)
+        check(lambda t, i: t[torch.tensor(1), i], x, i, **a)  # 0-d CPU index is a host number
+        check(lambda t, i: t[i[:0]], x, i, **a)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_index_put(dtype):
+    x = sample((4, 5), dtype)
+    v = sample((3, 5), dtype)
+    i = torch.tensor([2, 0, -1])
+
+    def put(t, i, val):
+        t = t.clone()
+        t[i] = val
+        return t
+
+    def put2(t, i, j, val):
+        t = t.clone()
+        t[i, j] = val
+        return t
+
+    def put_cols(t, i, val):
+        t = t.clone()
+        t[:, i] = val
+        return t
+
+    with no_fallback():
+        check(put, x, i, v, **tol(dtype))
+        check(put, x, i, v[:1], **tol(dtype))
+        check(lambda t, i: put(t, i, 1), x, i, **tol(dtype))
+        check(put2, x, i, torch.tensor([1, 2, 3]), v[0, :3], **tol(dtype))
+        check(put_cols, x, torch.tensor([4, 1]), sample((4, 2), dtype), **tol(dtype))
+        dup = torch.tensor([1, 1, 3, 1])
+        check(lambda t, d, s: t.index_put((d,), s, accumulate=True), x, dup, sample((4, 5), dtype), **tol(dtype))
+        check(lambda t, d, s: t.clone().index_put_((d, d), s, accumulate=True), x, dup, sample((4,), dtype), **tol(dtype))
+
+
+def test_index_put_grad_and_errors():
+    x = torch.randn(4, 5, requires_grad=True)
+    v = torch.randn(2, 5, requires_grad=True)
+    i = torch.tensor([3, 1])
+    with no_fallback():
+        check(lambda t, i, s: t.index_put((i,), s), x, i, v, grad=True)
+        check(lambda t, i, s: t.index_put((i,), s, accumulate=True), x, i, v, grad=True)
+    d = torch.zeros(4, 5, device="tpu")
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        d.index_put_((i.to("tpu"),), torch.ones(2, 5, dtype=torch.int64, device="tpu"))
+    with pytest.raises(IndexError, match="too many indices"):
+        d[i.to("tpu"), i.to("tpu"), i.to("tpu")]
+    with pytest.raises(IndexError, match="tensors used as indices must be long"):
+        d[torch.zeros(2, device="tpu")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_bool_mask_index(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5), dtype, g)
+    m = torch.rand(4, 5) > 0.4
+    rows = torch.tensor([True, False, True, True])
+    # x[mask] has a data-dependent shape: nonzero runs on the CPU, the gather on the device.
+    before = fallbacks()
+    check(lambda t, k: t[k], x, m, grad=g, **tol(dtype))
+    check(lambda t, k: t[k], x, rows, grad=g, **tol(dtype))
+    check(lambda t, k: t[:, k], x, torch.tensor([True, False, True, False, True]), grad=g, **tol(dtype))
+    check(lambda t, k: t[k, 1:], x, rows, grad=g, **tol(dtype))
+    check(lambda t, k: t[k], x, torch.zeros(4, 5, dtype=torch.bool), grad=g, **tol(dtype))
+    after = fallbacks()
+    new = {k for k, v in after.items() if v != before.get(k, 0)}
+    assert new <= {"aten::nonzero"}, new
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_bool_mask_put(dtype):
+    x = sample((4, 5), dtype)
+    m = torch.rand(4, 5) > 0.4
+    rows = torch.tensor([True, False, True, True])
+
+    def put(t, k, val):
+        t = t.clone()
+        t[k] = val
+        return t
+
+    with no_fallback():
+        check(lambda t, k: put(t, k, 0), x, m, **tol(dtype))
+        check(put, x, m, sample((int(m.sum()),), dtype), **tol(dtype))
+        check(put, x, rows, sample((5,), dtype), **tol(dtype))
+        check(put, x, rows, sample((3, 5), dtype), **tol(dtype))
+        check(put, x, rows, sample((3, 1), dtype), **tol(dtype))
+        cols = torch.tensor([True, False, True, False, True])
+        check(lambda t, k, s: torch.ops.aten.index_put(t, [None, k], s, True), x, cols, sample((4, 3), dtype), **tol(dtype))
+        check(lambda t, k, s: torch.ops.aten.index_put(t, [k], s, True), x, m, sample((1,), dtype), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_masked_fill(dtype):
+    g = dtype.is_floating_point
+    x = sample((3, 4), dtype, g)
+    m = torch.rand(3, 4) > 0.5
+    with no_fallback():
+        check(lambda t, k: t.masked_fill(k, 1), x, m, grad=g, **tol(dtype))
+        check(lambda t, k: t.masked_fill(k[0], 0), x, m, grad=g, **tol(dtype))
+        check(lambda t, k: t[0].masked_fill(k, 0), x, m, grad=g, **tol(dtype))  # broadcast self
+        check(lambda t, k: t.detach().clone().masked_fill_(k[:, :1], 2), x, m, **tol(dtype))
+        if g:
+            v = torch.tensor(2.5)
+            check(lambda t, k, s: t.masked_fill(k, s), x, m, v.to(dtype), grad=True, **tol(dtype))
+            check(lambda t, k, s: t.detach().clone().masked_fill_(k, s), x, m, v, **tol(dtype))
+    if g:
+        # The gradient of a tensor fill value is grad.masked_select(mask).sum(): a
+        # data-dependent shape, so masked_select runs on the CPU.
+        before = fallbacks()
+        v = torch.tensor(2.5, dtype=dtype, requires_grad=True)
+        check(lambda t, k, s: t.masked_fill(k, s), x, m, v, grad=True, **tol(dtype))
+        after = fallbacks()
+        assert {k for k, n in after.items() if n != before.get(k, 0)} <= {"aten::masked_select"}
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        torch.zeros(3, device="tpu").masked_fill(torch.ones(3, dtype=torch.uint8, device="tpu"), 1)
+    with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
+        torch.zeros(3, device="tpu").masked_fill(torch.ones(3, dtype=torch.bool, device="tpu"), torch.ones(3, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_masked_scatter(dtype):
+    g = dtype.is_floating_point
+    x = sample((3, 4), dtype, g)
+    m = torch.rand(3, 4) > 0.5
+    with no_fallback():
+        check(lambda t, k, s: t.masked_scatter(k, s), x, m, sample((3, 5), dtype, g), grad=g, **tol(dtype))
+        check(lambda t, k, s: t.masked_scatter(k[0], s), x, m, sample((12,), dtype, g), grad=g, **tol(dtype))
+        check(lambda t, k, s: t.detach().clone().masked_scatter_(k, s), x, m, sample((20,), dtype), **tol(dtype))
+
+
+def test_training_style_indexing():
+    """Embedding-like lookup and a cross-entropy-like pick with their gradients."""
+    w = torch.randn(10, 4, requires_grad=True)
+    tokens = torch.tensor([[1, 3, 3], [9, 0, 1]])
+    logits = torch.randn(6, 10, requires_grad=True)
+    target = torch.tensor([1, 0, 9, 4, 4, 2])
+    with no_fallback():
+        check(lambda t, i: t[i], w, tokens, grad=True)
+        check(lambda t, i: t.index_select(0, i.flatten()).view(2, 3, 4), w, tokens, grad=True)
+        check(lambda t, i: t[torch.arange(6, device=t.device), i], logits, target, grad=True)
+        check(lambda t, i: t.gather(1, i[:, None]), logits, target, grad=True)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_index_fill(dtype):
+    g = dtype.is_floating_point
+    x = sample((4, 5), dtype, g)
+    with no_fallback():
+        check(lambda t, i: t.index_fill(0, i, 1), x, torch.tensor([2, -1]), grad=g, **tol(dtype))
+        check(lambda t, i: t.index_fill(-1, i, 0), x, torch.tensor(3), grad=g, **tol(dtype))
+        check(lambda t, i: t.detach().clone().index_fill_(1, i, torch.tensor(1)), x, torch.tensor([0, 4, 0]), **tol(dtype))
+
+
+def test_out_of_range_index_does_not_crash():
+    """CPU raises IndexError; the device clamps gathers and drops scatters (no host read)."""
+    x = torch.arange(5.0)
+    i = torch.tensor([7])
+    with pytest.raises(IndexError):
+        x[i]
+    d = x.to("tpu")
+    assert d[i.to("tpu")].shape == (1,)
+    assert d.clone().index_put_((i.to("tpu"),), torch.ones(1, device="tpu")).shape == (5,)

@@ -1,16 +1,24 @@
-"""Per-op cost of the eager hot path, side by side with CPU PyTorch in one process.
+"""The eager hot path and a training step, side by side with CPU PyTorch in one process.
 
-Measures a cached small op (10,000 dependent 4x4 adds), a 256x256 mm, and reports the
-ratio tpu / cpu for each. Run: `.venv/bin/python bench/bench_ops.py [--md]`.
+Measures a cached small op (10,000 dependent 4x4 adds), a 256x256 mm and the minGPT
+training step (AdamW, batch 8, block 128), and reports the ratio tpu / cpu for each, in the
+eager mode selected by TORCH_TPU_DEFER_AND_FUSE. Run: `.venv/bin/python bench/bench_ops.py [--md]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "mingpt"))
+
+from data import CharDataset, make_text  # noqa: E402
+from model import GPT, GPTConfig  # noqa: E402
 
 
 def chain_add(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -55,7 +63,38 @@ def bench() -> list[tuple[str, float, float]]:
     t_cpu = timed(lambda: chain_mm(a, b, n_mm), nosync, 5)
     t_tpu = timed(lambda: chain_mm(ta, tb, n_mm).cpu(), tpu_sync, 5)
     rows.append(("256x256 mm (us/op)", t_cpu / n_mm * 1e6, t_tpu / n_mm * 1e6))
+    rows.append(("minGPT training step, batch 8 (ms/step)", *mingpt_step_ms()))
     return rows
+
+
+def mingpt_step_ms() -> tuple[float, float]:
+    """Median milliseconds of one minGPT AdamW step on the CPU and on the tpu device."""
+    torch.manual_seed(0)
+    cfg = GPTConfig(dropout=0.0)
+    data = CharDataset(make_text(), cfg.block_size)
+    cfg.vocab_size = data.vocab_size
+    base = GPT(cfg)
+    gen = torch.Generator().manual_seed(0)
+    x, y = data.batch(8, gen)
+    result = []
+    for device, sync in (("cpu", lambda: None), ("tpu", torch.tpu.synchronize)):
+        model = GPT(cfg)
+        model.load_state_dict(base.state_dict())
+        model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        xd, yd = x.to(device), y.to(device)
+
+        def step():
+            _, loss = model(xd, yd)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step()
+        step()
+        result.append(timed(lambda: step().item(), sync, 5) * 1e3)
+    return result[0], result[1]
 
 
 def main() -> None:
@@ -64,12 +103,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(torch.get_num_threads())
     rows = bench()
+    mode = torch.tpu.eager_mode().name
     if args.md:
+        print(f"eager mode {mode}, platform {torch.tpu.platform()}\n")
         print("| benchmark | CPU PyTorch | tpurs | tpurs / CPU |")
         print("|---|---|---|---|")
         for name, c, t in rows:
             print(f"| {name} | {c:.2f} | {t:.2f} | {t / c:.2f} |")
     else:
+        print(f"eager mode {mode}")
         for name, c, t in rows:
             print(f"{name}: cpu {c:.2f}  tpu {t:.2f}  ratio {t / c:.2f}")
 

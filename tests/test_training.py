@@ -59,7 +59,10 @@ def test_gpt_block_matches_cpu():
     cfg = GPTConfig(vocab_size=16, block_size=16, n_layer=1, n_head=2, n_embd=32, dropout=0.0)
     block = Block(cfg)
     batches = [(torch.randn(2, 16, 32), torch.randn(2, 16, 32)) for _ in range(5)]
-    assert_parity(block, lambda p: torch.optim.Adam(p, lr=1e-3), batches, F.mse_loss)
+    # SGD rather than Adam: the key bias gets an exactly-zero gradient (softmax is shift
+    # invariant), so its computed gradient is rounding noise that Adam would normalise to
+    # full-size steps on either device.
+    assert_parity(block, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), batches, F.mse_loss)
 
 
 def test_mingpt_first_five_losses_match_cpu():

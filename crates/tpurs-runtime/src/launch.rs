@@ -311,7 +311,7 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
 }
 
 /// The argument a parameter source names.
-fn source_arg<'a>(args: &'a [TpursArg], arg: usize, item: Option<usize>) -> &'a TpursArg {
+fn source_arg(args: &[TpursArg], arg: usize, item: Option<usize>) -> &TpursArg {
     match item {
         None => &args[arg],
         // SAFETY: list items were validated when the key was built.

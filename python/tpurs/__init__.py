@@ -48,7 +48,7 @@ def _mode_from_env() -> int:
     """TorchTPU's variables: TORCH_TPU_LAUNCH_BLOCKING=1, TORCH_TPU_DEFER_AND_FUSE=0/1."""
     if os.environ.get("TORCH_TPU_LAUNCH_BLOCKING") == "1":
         return 2
-    return 1 if os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "0") == "1" else 0
+    return 0 if os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "1") == "0" else 1
 
 
 def platform() -> str:

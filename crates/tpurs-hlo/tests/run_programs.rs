@@ -350,9 +350,12 @@ fn compare_signed_unsigned_and_bool_select() {
     assert_eq!(out[0].as_f32(), [3.0, 4.0]);
 }
 
+/// `1 + 2^-8`: halfway between two neighbouring bf16 values.
+const TIE: f32 = 1.0 + 1.0 / 256.0;
+
 #[test]
 fn convert_between_types() {
-    let x = Host::f32(&[1.7, -1.7, 0.0, 3.0, 1.00390625, -2.5], &[6]);
+    let x = Host::f32(&[1.7, -1.7, 0.0, 3.0, TIE, -2.5], &[6]);
     let out = run_with(&[x], |b, p| {
         let i = b.convert(&p[0], DType::I64);
         let h = b.convert(&p[0], DType::BF16);
@@ -364,9 +367,9 @@ fn convert_between_types() {
     });
     // Float to int truncates toward zero.
     assert_eq!(out[0].as_i64(), [1, -1, 0, 3, 1, -2]);
-    // f32 -> bf16 rounds to nearest even: 1.00390625 = 1 + 2^-8 is a tie between 1 and
+    // f32 -> bf16 rounds to nearest even: TIE = 1 + 2^-8 is a tie between 1 and
     // 1 + 2^-7 and goes to 1.
-    let expect: Vec<u16> = [1.7f32, -1.7, 0.0, 3.0, 1.00390625, -2.5]
+    let expect: Vec<u16> = [1.7, -1.7, 0.0, 3.0, TIE, -2.5]
         .iter()
         .map(|&v| bf16::from_f32(v).to_bits())
         .collect();
@@ -375,7 +378,7 @@ fn convert_between_types() {
     assert_eq!(out[2].as_bool(), [true, true, false, true, true, true]);
     assert_eq!(out[3].as_f32(), [1.0, -1.0, 0.0, 3.0, 1.0, -2.0]);
     assert_eq!(out[4].as_f32(), [1.0, 1.0, 0.0, 1.0, 1.0, 1.0]);
-    assert_eq!(out[5].as_f32(), [1.7, -1.7, 0.0, 3.0, 1.00390625, -2.5]);
+    assert_eq!(out[5].as_f32(), [1.7, -1.7, 0.0, 3.0, TIE, -2.5]);
 
     let big = Host::i64(&[i64::MAX, -3, 1 << 53], &[3]);
     let out = run_with(&[big], |b, p| {
@@ -883,7 +886,7 @@ fn rng_bit_generator_is_deterministic() {
 #[test]
 fn sort_values_and_key_value() {
     let x = Host::f32(&[3.0, -1.0, 2.0, 0.5, 9.0, 8.0, 7.0, 9.0], &[2, 4]);
-    let out = run_with(&[x.clone()], |b, p| {
+    let out = run_with(std::slice::from_ref(&x), |b, p| {
         b.sort(&[&p[0]], 1, |b, a| {
             b.compare(CompareDir::Lt, &a[0], &a[1]).unwrap()
         })

@@ -575,9 +575,9 @@ fn add_tensor_broadcasts() {
         });
         let mut expect = Vec::new();
         for i in 0..2 {
-            for j in 0..4 {
+            for bj in &b {
                 for k in 0..3 {
-                    expect.push(a[i * 3 + k] + factor * b[j]);
+                    expect.push(a[i * 3 + k] + factor * bj);
                 }
             }
         }

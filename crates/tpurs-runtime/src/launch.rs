@@ -88,13 +88,21 @@ pub(crate) struct CallDesc<'a> {
     pub default_dtype: i32,
 }
 
-fn dtype_of(code: i32) -> Result<DType> {
+/// The element type of a ScalarType code; other dtypes (complex, float8, quantized) raise
+/// `NotImplementedError`, as torch does for a dtype a kernel does not handle.
+pub(crate) fn dtype_of(code: i32) -> Result<DType> {
     from_scalar_type(code).ok_or_else(|| {
+        let name = match code {
+            8 => "ComplexHalf",
+            9 => "ComplexFloat",
+            10 => "ComplexDouble",
+            12..=14 | 16 => "a quantized dtype",
+            23..=26 => "a float8 dtype",
+            _ => "this dtype",
+        };
         crate::Error::Invalid(
-            ErrorKind::Type,
-            format!(
-                "tpurs does not support the dtype with ScalarType code {code} on the tpu device"
-            ),
+            ErrorKind::NotImplemented,
+            format!("tpurs: {name} (ScalarType {code}) is not supported on the tpu device"),
         )
     })
 }

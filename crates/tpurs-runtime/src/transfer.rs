@@ -5,7 +5,6 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use tpurs_hlo::DType;
-use tpurs_ops::dtype::from_scalar_type;
 use tpurs_pjrt::ElementType;
 
 use crate::error::{invalid, ErrorKind, Result};
@@ -91,12 +90,7 @@ impl<'a> View<'a> {
         if arg.kind != kind::TENSOR || arg.storage.is_null() {
             return invalid(ErrorKind::Runtime, "expected a tpu tensor");
         }
-        let dtype = from_scalar_type(arg.dtype).ok_or_else(|| {
-            crate::Error::Invalid(
-                ErrorKind::Type,
-                format!("tpurs does not support ScalarType {}", arg.dtype),
-            )
-        })?;
+        let dtype = crate::launch::dtype_of(arg.dtype)?;
         // SAFETY: the bridge passes a live tensor's metadata and storage.
         unsafe {
             Ok(View {

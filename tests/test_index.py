@@ -62,8 +62,9 @@ def test_gather(dtype):
             return out
 
         check(with_out, x, idx, **tol(dtype))
-    with pytest.raises(RuntimeError, match="Expected dtype int64"):
-        torch.gather(x.detach().to("tpu"), 0, idx.to(torch.int32).to("tpu"))
+    check(lambda t, i: torch.gather(t, 0, i), x.detach(), idx.to(torch.int32), **tol(dtype))
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        torch.gather(x.detach().to("tpu"), 0, idx.to(torch.float32).to("tpu"))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

@@ -5,6 +5,7 @@ device with TPURS_FALLBACK=error (so an op without a lowering counts as a failur
 silent CPU run). A sample passes when every output matches CPU in dtype, shape and value.
 An op passes when all its samples pass.
 
+    .venv/bin/pip install expecttest   # needed by torch.testing._internal
     TPURS_FALLBACK=error .venv/bin/python tools/opinfo_report.py --out docs/opinfo-report.md
 """
 

@@ -39,7 +39,9 @@ def train(device: str, steps: int, batch_size: int, dropout: float, lr: float, l
         tokens += x.numel()
         if log_every and (step % log_every == 0 or step == steps - 1):
             value = loss.item()
-            rate = tokens / (time.perf_counter() - t0)
+            now = time.perf_counter()
+            rate = tokens / (now - t0)  # since the last report (the first includes compiling)
+            t0, tokens = now, 0
             print(f"step {step:4d}  loss {value:.4f}  {rate:,.0f} tokens/s", flush=True)
             losses.append(value)
         elif not log_every:
@@ -60,7 +62,7 @@ def main() -> None:
     model, data, losses = train(args.device, args.steps, args.batch_size, args.dropout, args.lr, args.log_every)
     model.eval()
     prompt = torch.tensor([[data.stoi["T"]]], device=args.device)
-    sample = model.generate(prompt, 80)[0].tolist()
+    sample = model.generate(prompt, 60)[0].tolist()
     print("sample:", data.decode(sample).replace("\n", " | "))
     print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
     if args.device.startswith("tpu"):

@@ -173,7 +173,7 @@ fn index_arg(ctx: &mut Ctx, i: usize, op: &str, allow_int: bool) -> Result<Value
     let dt = ctx.ty(i)?.dtype;
     let ok = dt == DType::I64 || (allow_int && dt == DType::I32);
     if !ok {
-        let want = if allow_int { "int32 or int64" } else { "int64" };
+        let want = if allow_int { "int32/int64" } else { "int64" };
         return runtime(format!("{op}(): Expected dtype {want} for index"));
     }
     let v = ctx.tensor(i)?;
@@ -240,7 +240,7 @@ fn at_least_1d(b: &mut Builder, v: &Value) -> Result<Value> {
 fn gather(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
-    let idx = index_arg(ctx, 2, "gather", false)?;
+    let idx = index_arg(ctx, 2, "gather", true)?;
     check_gather_shapes("gather", x.shape(), idx.shape(), dim, None)?;
     let out_shape = idx.shape().to_vec();
     if idx.ty.numel() == 0 {
@@ -291,7 +291,7 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let op = base.trim_end_matches('_');
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
-    let idx = index_arg(ctx, 2, op, false)?;
+    let idx = index_arg(ctx, 2, op, true)?;
     let src_is_tensor = matches!(ctx.arg(3), Arg::Tensor(_));
     let src_shape = if src_is_tensor {
         Some(ctx.ty(3)?.shape)

@@ -70,8 +70,12 @@ def check(
         cots = [torch.randn(t.shape, generator=gen, dtype=t.dtype) for t in e_out]
         torch.autograd.backward(e_out, cots)
         torch.autograd.backward(a_out, to_device(cots))
-        e_in = [t for t in pytree.tree_leaves((cpu_args, cpu_kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad]
-        a_in = [t for t in pytree.tree_leaves((dev_args, dev_kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad]
+        e_in = [
+            t for t in pytree.tree_leaves((cpu_args, cpu_kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad
+        ]
+        a_in = [
+            t for t in pytree.tree_leaves((dev_args, dev_kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad
+        ]
         assert e_in, "grad=True but no input requires grad"
         for a, e in zip(a_in, e_in):
             assert (a.grad is None) == (e.grad is None), "gradient presence differs"

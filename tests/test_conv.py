@@ -76,7 +76,13 @@ def test_conv1d_conv3d(cfg):
 
 @pytest.mark.parametrize(
     "cfg",
-    [dict(), dict(stride=2), dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2), dict(stride=3, padding=2, output_padding=2)],
+    [
+        dict(),
+        dict(stride=2),
+        dict(stride=2, padding=1, output_padding=1),
+        dict(groups=2, dilation=2),
+        dict(stride=3, padding=2, output_padding=2),
+    ],
     ids=str,
 )
 def test_conv_transpose2d(cfg):
@@ -227,13 +233,60 @@ def test_native_batch_norm_ops():
     rm, rv = torch.randn(3), torch.rand(3) + 0.5
     with no_fallback():
         # training: batch statistics, save_mean / save_invstd
-        check(lambda x, w, b, rm, rv: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5), x, w, b, rm, rv, grad=True, **tol(torch.float32))
+        check(
+            lambda x, w, b, rm, rv: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5),
+            x,
+            w,
+            b,
+            rm,
+            rv,
+            grad=True,
+            **tol(torch.float32),
+        )
         # eval: running statistics, empty saved statistics
-        check(lambda x, w, b, rm, rv: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5), x, w, b, rm, rv, grad=True, **tol(torch.float32))
-        check(lambda x: torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5), x, grad=True, **tol(torch.float32))
-        check(lambda x, w, b, rm, rv: torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-3), x, w, b, rm, rv, **tol(torch.float32))
-        check(lambda x, w, b: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5), x, w, b, **tol(torch.float32))
-        check(lambda x, w, b, rm, rv: torch.ops.aten._native_batch_norm_legit_functional(x, w, b, rm, rv, True, 0.3, 1e-5), x, w, b, rm, rv, **tol(torch.float32))
+        check(
+            lambda x, w, b, rm, rv: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5),
+            x,
+            w,
+            b,
+            rm,
+            rv,
+            grad=True,
+            **tol(torch.float32),
+        )
+        check(
+            lambda x: torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5),
+            x,
+            grad=True,
+            **tol(torch.float32),
+        )
+        check(
+            lambda x, w, b, rm, rv: torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-3),
+            x,
+            w,
+            b,
+            rm,
+            rv,
+            **tol(torch.float32),
+        )
+        check(
+            lambda x, w, b: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+            x,
+            w,
+            b,
+            **tol(torch.float32),
+        )
+        check(
+            lambda x, w, b, rm, rv: torch.ops.aten._native_batch_norm_legit_functional(
+                x, w, b, rm, rv, True, 0.3, 1e-5
+            ),
+            x,
+            w,
+            b,
+            rm,
+            rv,
+            **tol(torch.float32),
+        )
 
 
 def test_native_batch_norm_legit_updates_running_stats():
@@ -243,7 +296,9 @@ def test_native_batch_norm_legit_updates_running_stats():
     rm, rv = torch.randn(3), torch.rand(3) + 0.5
     rmd, rvd = rm.to("tpu"), rv.to("tpu")
     with no_fallback():
-        out_d = torch.ops.aten._native_batch_norm_legit(x.to("tpu"), w.to("tpu"), b.to("tpu"), rmd, rvd, True, 0.2, 1e-5)
+        out_d = torch.ops.aten._native_batch_norm_legit(
+            x.to("tpu"), w.to("tpu"), b.to("tpu"), rmd, rvd, True, 0.2, 1e-5
+        )
     out_c = torch.ops.aten._native_batch_norm_legit(x, w, b, rm, rv, True, 0.2, 1e-5)
     for a, e in zip(out_d, out_c):
         torch.testing.assert_close(a.cpu(), e, atol=1e-5, rtol=1e-5)
@@ -259,8 +314,22 @@ def test_batch_norm_functional_dtypes(dtype):
     with no_fallback():
         check(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), x, w, b, grad=True, **tol(dtype))
         rm, rv = torch.randn(4).to(dtype), (torch.rand(4) + 0.5).to(dtype)
-        check(lambda x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b, training=False), x, w, b, rm, rv, grad=True, **tol(dtype))
-        check(lambda x: F.batch_norm(x, None, None, training=True), randn(5, 3, dtype=dtype, grad=True), grad=True, **tol(dtype))
+        check(
+            lambda x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b, training=False),
+            x,
+            w,
+            b,
+            rm,
+            rv,
+            grad=True,
+            **tol(dtype),
+        )
+        check(
+            lambda x: F.batch_norm(x, None, None, training=True),
+            randn(5, 3, dtype=dtype, grad=True),
+            grad=True,
+            **tol(dtype),
+        )
 
 
 def run_bn_module(bn, xs, device, train):

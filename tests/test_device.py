@@ -69,7 +69,8 @@ def test_plain_tensor_type_and_methods():
 
 
 @pytest.mark.parametrize(
-    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool],
 )
 def test_round_trip_copies(dtype):
     x = (torch.randn(5, 7) * 10).to(dtype)

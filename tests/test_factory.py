@@ -245,4 +245,6 @@ def test_addc_grad_promotion_errors():
     with pytest.raises(RuntimeError, match="must not be a floating point"):
         torch.addcmul(*(torch.ones(2, dtype=torch.int64, device="tpu") for _ in range(3)), value=0.5)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        torch.ones(2, dtype=torch.int64, device="tpu").addcmul_(torch.ones(2, device="tpu"), torch.ones(2, device="tpu"))
+        torch.ones(2, dtype=torch.int64, device="tpu").addcmul_(
+            torch.ones(2, device="tpu"), torch.ones(2, device="tpu")
+        )

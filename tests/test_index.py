@@ -82,7 +82,13 @@ def test_scatter(dtype):
         check(lambda t, i, s: torch.scatter_add(t, 0, i, s), x, idx, src[:, :5], grad=g, **tol(dtype))
         dup = torch.randint(0, 5, (4, 6))
         check(lambda t, i, s: torch.scatter_add(t, 1, i, s), x, dup, sample((4, 6), dtype, g), grad=g, **tol(dtype))
-        check(lambda t, i, s: t.detach().clone().scatter_add_(1, i, s.detach()), x, dup, sample((4, 6), dtype), **tol(dtype))
+        check(
+            lambda t, i, s: t.detach().clone().scatter_add_(1, i, s.detach()),
+            x,
+            dup,
+            sample((4, 6), dtype),
+            **tol(dtype),
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
@@ -116,7 +122,14 @@ def test_index_add(dtype):
     with no_fallback():
         check(lambda t, i, s: torch.index_add(t, 0, i, s), x, idx, src, grad=g, **tol(dtype))
         check(lambda t, i, s: t.detach().clone().index_add_(0, i, s.detach()), x, idx, src, **tol(dtype))
-        check(lambda t, i, s: t.index_add(1, i, s), x, torch.tensor([2, 2]), sample((5, 2), dtype, g), grad=g, **tol(dtype))
+        check(
+            lambda t, i, s: t.index_add(1, i, s),
+            x,
+            torch.tensor([2, 2]),
+            sample((5, 2), dtype, g),
+            grad=g,
+            **tol(dtype),
+        )
         if dtype != torch.bool:
             check(lambda t, i, s: t.index_add(0, i, s, alpha=2), x, idx, src, grad=g, **tol(dtype))
 
@@ -172,7 +185,9 @@ def test_index_put(dtype):
         check(put_cols, x, torch.tensor([4, 1]), sample((4, 2), dtype), **tol(dtype))
         dup = torch.tensor([1, 1, 3, 1])
         check(lambda t, d, s: t.index_put((d,), s, accumulate=True), x, dup, sample((4, 5), dtype), **tol(dtype))
-        check(lambda t, d, s: t.clone().index_put_((d, d), s, accumulate=True), x, dup, sample((4,), dtype), **tol(dtype))
+        check(
+            lambda t, d, s: t.clone().index_put_((d, d), s, accumulate=True), x, dup, sample((4,), dtype), **tol(dtype)
+        )
 
 
 def test_index_put_grad_and_errors():
@@ -227,7 +242,13 @@ def test_bool_mask_put(dtype):
         check(put, x, rows, sample((3, 5), dtype), **tol(dtype))
         check(put, x, rows, sample((3, 1), dtype), **tol(dtype))
         cols = torch.tensor([True, False, True, False, True])
-        check(lambda t, k, s: torch.ops.aten.index_put(t, [None, k], s, True), x, cols, sample((4, 3), dtype), **tol(dtype))
+        check(
+            lambda t, k, s: torch.ops.aten.index_put(t, [None, k], s, True),
+            x,
+            cols,
+            sample((4, 3), dtype),
+            **tol(dtype),
+        )
         check(lambda t, k, s: torch.ops.aten.index_put(t, [k], s, True), x, m, sample((1,), dtype), **tol(dtype))
 
 
@@ -256,7 +277,9 @@ def test_masked_fill(dtype):
     with pytest.raises(RuntimeError, match="only supports boolean masks"):
         torch.zeros(3, device="tpu").masked_fill(torch.ones(3, dtype=torch.uint8, device="tpu"), 1)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
-        torch.zeros(3, device="tpu").masked_fill(torch.ones(3, dtype=torch.bool, device="tpu"), torch.ones(3, device="tpu"))
+        torch.zeros(3, device="tpu").masked_fill(
+            torch.ones(3, dtype=torch.bool, device="tpu"), torch.ones(3, device="tpu")
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
@@ -290,7 +313,9 @@ def test_index_fill(dtype):
     with no_fallback():
         check(lambda t, i: t.index_fill(0, i, 1), x, torch.tensor([2, -1]), grad=g, **tol(dtype))
         check(lambda t, i: t.index_fill(-1, i, 0), x, torch.tensor(3), grad=g, **tol(dtype))
-        check(lambda t, i: t.detach().clone().index_fill_(1, i, torch.tensor(1)), x, torch.tensor([0, 4, 0]), **tol(dtype))
+        check(
+            lambda t, i: t.detach().clone().index_fill_(1, i, torch.tensor(1)), x, torch.tensor([0, 4, 0]), **tol(dtype)
+        )
 
 
 def test_out_of_range_index_does_not_crash():

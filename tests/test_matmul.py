@@ -45,7 +45,14 @@ def test_mm_bmm_int(dtype):
 def test_addmm_baddbmm(dtype):
     t = tol(dtype)
     with no_fallback():
-        check(torch.addmm, sample((5,), dtype, True), sample((3, 4), dtype, True), sample((4, 5), dtype, True), grad=True, **t)
+        check(
+            torch.addmm,
+            sample((5,), dtype, True),
+            sample((3, 4), dtype, True),
+            sample((4, 5), dtype, True),
+            grad=True,
+            **t,
+        )
         check(
             lambda s, a, b: torch.addmm(s, a, b, beta=0.5, alpha=2.0),
             sample((3, 5), dtype, True),
@@ -68,13 +75,20 @@ def test_addmm_baddbmm(dtype):
 def test_addmm_beta_zero_ignores_nan():
     s = torch.full((3, 5), float("nan"))
     with no_fallback():
-        check(lambda s, a, b: torch.addmm(s, a, b, beta=0), s, torch.randn(3, 4), torch.randn(4, 5), atol=1e-4, rtol=1e-4)
+        check(
+            lambda s, a, b: torch.addmm(s, a, b, beta=0), s, torch.randn(3, 4), torch.randn(4, 5), atol=1e-4, rtol=1e-4
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
 def test_addmm_int(dtype):
     with no_fallback():
-        check(lambda s, a, b: torch.addmm(s, a, b, beta=2, alpha=3), sample((3, 5), dtype), sample((3, 4), dtype), sample((4, 5), dtype))
+        check(
+            lambda s, a, b: torch.addmm(s, a, b, beta=2, alpha=3),
+            sample((3, 5), dtype),
+            sample((3, 4), dtype),
+            sample((4, 5), dtype),
+        )
 
 
 def test_inplace_and_out():
@@ -143,7 +157,14 @@ MATMUL_SHAPES = [
 def test_matmul_broadcasting(shapes):
     a, b = shapes
     with no_fallback():
-        check(torch.matmul, torch.randn(a, requires_grad=True), torch.randn(b, requires_grad=True), grad=True, atol=1e-4, rtol=1e-4)
+        check(
+            torch.matmul,
+            torch.randn(a, requires_grad=True),
+            torch.randn(b, requires_grad=True),
+            grad=True,
+            atol=1e-4,
+            rtol=1e-4,
+        )
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -191,11 +212,25 @@ def test_errors():
     def mk(*s, dev, dtype=torch.float32):
         return torch.ones(*s, device=dev, dtype=dtype)
 
-    _raises(lambda d: torch.mm(mk(2, 3, dev=d), mk(4, 5, dev=d)), RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
-    _raises(lambda d: torch.matmul(mk(2, 3, dev=d), mk(4, 5, dev=d)), RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
-    _raises(lambda d: F.linear(mk(2, 3, dev=d), mk(5, 4, dev=d)), RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
     _raises(
-        lambda d: torch.addmm(mk(5, dev=d), mk(2, 3, dev=d), mk(4, 5, dev=d)), RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+        lambda d: torch.mm(mk(2, 3, dev=d), mk(4, 5, dev=d)),
+        RuntimeError,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    )
+    _raises(
+        lambda d: torch.matmul(mk(2, 3, dev=d), mk(4, 5, dev=d)),
+        RuntimeError,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    )
+    _raises(
+        lambda d: F.linear(mk(2, 3, dev=d), mk(5, 4, dev=d)),
+        RuntimeError,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    )
+    _raises(
+        lambda d: torch.addmm(mk(5, dev=d), mk(2, 3, dev=d), mk(4, 5, dev=d)),
+        RuntimeError,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
     )
     _raises(lambda d: torch.mm(mk(2, 3, dev=d), mk(3, dev=d)), RuntimeError, "mat2 must be a matrix")
     _raises(
@@ -210,14 +245,26 @@ def test_errors():
     )
     _raises(lambda d: torch.bmm(mk(2, 3, dev=d), mk(3, 3, 5, dev=d)), RuntimeError, "batch1 must be a 3D tensor")
     _raises(lambda d: torch.dot(mk(3, dev=d), mk(4, dev=d)), RuntimeError, "inconsistent tensor size")
-    _raises(lambda d: torch.dot(mk(3, 1, dev=d), mk(3, 1, dev=d)), RuntimeError, "1D tensors expected, but got 2D and 2D tensors")
-    _raises(lambda d: torch.mv(mk(2, 3, dev=d), mk(4, dev=d)), RuntimeError, "size mismatch, got input (2), mat (2x3), vec (4)")
+    _raises(
+        lambda d: torch.dot(mk(3, 1, dev=d), mk(3, 1, dev=d)),
+        RuntimeError,
+        "1D tensors expected, but got 2D and 2D tensors",
+    )
+    _raises(
+        lambda d: torch.mv(mk(2, 3, dev=d), mk(4, dev=d)),
+        RuntimeError,
+        "size mismatch, got input (2), mat (2x3), vec (4)",
+    )
     _raises(
         lambda d: torch.mm(mk(2, 3, dev=d), mk(3, 2, dev=d, dtype=torch.float64)),
         RuntimeError,
         "expected m1 and m2 to have the same dtype, but got: float != double",
     )
-    _raises(lambda d: torch.mm(mk(2, 3, dev=d, dtype=torch.bool), mk(3, 2, dev=d, dtype=torch.bool)), NotImplementedError, "not implemented for 'Bool'")
+    _raises(
+        lambda d: torch.mm(mk(2, 3, dev=d, dtype=torch.bool), mk(3, 2, dev=d, dtype=torch.bool)),
+        NotImplementedError,
+        "not implemented for 'Bool'",
+    )
 
 
 def test_empty():

@@ -45,7 +45,13 @@ def test_native_layer_norm_outputs_and_mask():
         for mask in ([True, True, True], [True, False, False], [False, True, True]):
             check(
                 lambda g, x, m, r, w, b: torch.ops.aten.native_layer_norm_backward(g, x, (6,), m, r, w, b, mask),
-                g, x, mean, rstd, w, b, atol=1e-4,
+                g,
+                x,
+                mean,
+                rstd,
+                w,
+                b,
+                atol=1e-4,
             )
 
 
@@ -143,7 +149,7 @@ def test_dropout_grad_is_mask_times_scale(dtype):
         y = F.dropout(x, p, training=True)
         g = torch.randn(50, 40).to(dtype)
         y.backward(g.to(DEVICE))
-    kept = (y.detach().cpu() != 0)
+    kept = y.detach().cpu() != 0
     expected = torch.where(kept, g.float() / (1 - p), torch.zeros(())).to(dtype)
     torch.testing.assert_close(x.grad.cpu(), expected, **tol(dtype))
 
@@ -188,14 +194,18 @@ def test_nll_loss_forms():
         # The raw op: total_weight output.
         check(
             lambda x, t, w: torch.ops.aten.nll_loss_forward(x, t, w, 1, 0),
-            rnd(4, 3, grad=False), torch.tensor([0, 1, 2, 1]), torch.rand(3),
+            rnd(4, 3, grad=False),
+            torch.tensor([0, 1, 2, 1]),
+            torch.rand(3),
         )
 
 
 def test_nll_loss_errors():
     for dev in ("cpu", DEVICE):
         with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got Int"):
-            torch.ops.aten.nll_loss_forward(torch.ones(4, 3, device=dev), torch.zeros(4, dtype=torch.int32, device=dev), None, 1, -100)
+            torch.ops.aten.nll_loss_forward(
+                torch.ones(4, 3, device=dev), torch.zeros(4, dtype=torch.int32, device=dev), None, 1, -100
+            )
         with pytest.raises(ValueError, match=r"Expected input batch_size \(4\) to match target batch_size \(3\)"):
             F.nll_loss(torch.ones(4, 3, device=dev), torch.zeros(3, dtype=torch.int64, device=dev))
 
@@ -207,7 +217,13 @@ def test_cross_entropy(dtype, reduction):
     t = torch.tensor([0, 4, 2, 2, 1, 3])
     with no_fallback():
         check(lambda x, t: F.cross_entropy(x, t, reduction=reduction), x, t, grad=True, **tol(dtype))
-        check(lambda x, t: F.cross_entropy(x, t, reduction=reduction, ignore_index=2, weight=None), x, t, grad=True, **tol(dtype))
+        check(
+            lambda x, t: F.cross_entropy(x, t, reduction=reduction, ignore_index=2, weight=None),
+            x,
+            t,
+            grad=True,
+            **tol(dtype),
+        )
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
@@ -218,7 +234,9 @@ def test_cross_entropy_label_smoothing_and_weight(reduction):
     with no_fallback():
         check(lambda x, t: F.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1), x, t, grad=True)
         # Probability targets.
-        check(lambda x, p: F.cross_entropy(x, p, reduction=reduction), x, torch.softmax(torch.randn(6, 5), -1), grad=True)
+        check(
+            lambda x, p: F.cross_entropy(x, p, reduction=reduction), x, torch.softmax(torch.randn(6, 5), -1), grad=True
+        )
     ws = lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction, label_smoothing=0.2, ignore_index=4)
     if reduction != "mean":
         with no_fallback():
@@ -257,7 +275,12 @@ def test_embedding_backward(dtype):
 def test_embedding_module_int32_indices():
     emb = torch.nn.Embedding(7, 3, padding_idx=0)
     with no_fallback():
-        check(lambda w, i: F.embedding(i, w, padding_idx=0), emb.weight.detach().clone().requires_grad_(), torch.tensor([0, 3, 3, 6], dtype=torch.int32), grad=True)
+        check(
+            lambda w, i: F.embedding(i, w, padding_idx=0),
+            emb.weight.detach().clone().requires_grad_(),
+            torch.tensor([0, 3, 3, 6], dtype=torch.int32),
+            grad=True,
+        )
 
 
 # ------------------------------------------------------------------ attention

@@ -51,7 +51,7 @@ def check_inplace(fn, *lists, **kw):
     dev = to_device(cpu)
     fn(*cpu)
     with no_fallback(), one_launch():
-        r = fn(*dev)
+        fn(*dev)
     assert_same(dev[0], cpu[0], **kw)
 
 
@@ -219,6 +219,7 @@ def test_train_mlp(name, clip):
     x = torch.randn(32, 6, generator=gen)
     y = torch.randn(32, 3, generator=gen)
     xd, yd = x.to("tpu"), y.to("tpu")
+
     def run(model, opt, a, b, after_backward):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(a), b).backward()

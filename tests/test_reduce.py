@@ -194,8 +194,18 @@ def test_extremes_out_and_0d():
     x = sample((3, 4), torch.float32)
     s = torch.tensor(1.5)
     with no_fallback():
-        check(lambda t: torch.max(t, 1, out=(torch.empty(0, device=t.device), torch.empty(0, dtype=torch.long, device=t.device))), x)
-        check(lambda t: torch.min(t, 0, out=(torch.empty(4, device=t.device), torch.empty(4, dtype=torch.long, device=t.device))), x)
+        check(
+            lambda t: torch.max(
+                t, 1, out=(torch.empty(0, device=t.device), torch.empty(0, dtype=torch.long, device=t.device))
+            ),
+            x,
+        )
+        check(
+            lambda t: torch.min(
+                t, 0, out=(torch.empty(4, device=t.device), torch.empty(4, dtype=torch.long, device=t.device))
+            ),
+            x,
+        )
         check(lambda t: torch.amax(t, 0, out=torch.empty(0, device=t.device)), x)
         check(lambda t: torch.argmax(t, 1, out=torch.empty(0, dtype=torch.long, device=t.device)), x)
         check(lambda t: torch.max(t, 0), s)
@@ -331,7 +341,12 @@ def test_softmax_log_softmax(dtype):
             check(lambda t: t.softmax(dim), x, grad=True, **tol(dtype))
             check(lambda t: t.log_softmax(dim), x, grad=True, **tol(dtype))
         check(lambda t: torch.softmax(t, 1, dtype=torch.float32), x, grad=True, **tol(dtype))
-        check(lambda t: torch.nn.functional.cross_entropy(t[:, :, 0], torch.tensor([1, 0, 3], device=t.device)), x, grad=True, **tol(dtype))
+        check(
+            lambda t: torch.nn.functional.cross_entropy(t[:, :, 0], torch.tensor([1, 0, 3], device=t.device)),
+            x,
+            grad=True,
+            **tol(dtype),
+        )
 
 
 def test_softmax_edge_cases():

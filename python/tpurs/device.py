@@ -39,6 +39,7 @@ __all__ = [
     "synchronize",
 ]
 
+
 class EagerMode(enum.IntEnum):
     """How ops are launched (TorchTPU's names)."""
 
@@ -215,4 +216,3 @@ def metrics() -> dict:
 def reset_metrics() -> None:
     """Zeroes the counters of `metrics()`."""
     _core.reset_metrics()
-

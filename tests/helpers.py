@@ -97,3 +97,22 @@ def no_fallback():
     after = fallbacks()
     new = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
     assert not new, f"ops fell back to the CPU: {new}"
+
+
+FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+ALL_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
+
+
+def sample(shape, dtype, grad=False):
+    """Random test data of `dtype`: normal floats, small signed (or unsigned) ints, bools."""
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype).requires_grad_(grad)
+    lo = 0 if dtype == torch.uint8 else -5
+    return torch.randint(lo, 6, shape, dtype=dtype)
+
+
+def tol(dtype):
+    """Comparison tolerances: loose for the 16-bit float types, the defaults otherwise."""
+    return dict(atol=1e-2, rtol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}

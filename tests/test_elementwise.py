@@ -1,22 +1,6 @@
 import pytest
 import torch
-from helpers import check, no_fallback
-
-FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
-ALL_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
-
-
-def sample(shape, dtype):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if dtype.is_floating_point:
-        return torch.randn(shape).to(dtype)
-    lo = 0 if dtype == torch.uint8 else -5
-    return torch.randint(lo, 6, shape, dtype=dtype)
-
-
-def tol(dtype):
-    return dict(atol=1e-2, rtol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+from helpers import ALL_DTYPES, FLOAT_DTYPES, check, no_fallback, sample, tol
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

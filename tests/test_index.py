@@ -3,23 +3,7 @@ indexing (`x[idx]`, `x[idx] = v`, boolean masks), masked_fill and masked_scatter
 
 import pytest
 import torch
-from helpers import check, fallbacks, no_fallback
-
-FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
-ALL_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool]
-
-
-def sample(shape, dtype, grad=False):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if dtype.is_floating_point:
-        return torch.randn(shape).to(dtype).requires_grad_(grad)
-    lo = 0 if dtype == torch.uint8 else -5
-    return torch.randint(lo, 6, shape, dtype=dtype)
-
-
-def tol(dtype):
-    return dict(atol=1e-2, rtol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+from helpers import ALL_DTYPES, check, fallbacks, no_fallback, sample, tol
 
 
 def perm_index(n, k, shape):

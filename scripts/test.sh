@@ -3,12 +3,14 @@
 # Python test suite comparing the tpu device with CPU PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! .venv/bin/python -c "import tpurs" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import tpurs" >/dev/null 2>&1 || [ ! -x .venv/bin/ruff ]; then
   bash scripts/setup.sh
 fi
 TPURS_PJRT_PLUGIN="$(.venv/bin/python -c 'import tpurs._plugin as p; print(p.find_plugin())')"
 export TPURS_PJRT_PLUGIN
 cargo fmt --all -- --check
+.venv/bin/ruff format --check -q python tests bench tools examples
+.venv/bin/ruff check -q --isolated --select F,E9,I python tests bench tools examples
 cargo clippy -q --workspace --all-targets -- -D warnings
 cargo test -q --workspace
 .venv/bin/python -m pytest -q tests "$@"

@@ -22,6 +22,14 @@ def test_import_torch_alone_registers_the_device():
     assert "tpu:0 True" in r.stdout
 
 
+def test_import_tpurs_first_and_without_autoload():
+    code = "import tpurs, torch; print((torch.ones(2, device='tpu') + 1).tolist())"
+    for env in ({}, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}):
+        r = run_python(code, **env)
+        assert r.returncode == 0, r.stderr
+        assert "[2.0, 2.0]" in r.stdout
+
+
 def test_torch_tpu_api():
     tpu = torch.tpu
     assert tpu.is_available() and tpu.is_initialized()

@@ -1,0 +1,49 @@
+"""Registers the tpu device with torch: renames PrivateUse1, starts the Rust runtime,
+loads the C++ bridge and installs `torch.tpu`. Called from the `torch.backends` entry point
+while torch is still importing, so it must not need anything from `tpurs/__init__.py`."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import torch
+
+from . import _core
+from ._plugin import find_plugin
+
+_loaded = False
+
+
+def _cpu_devices() -> int | None:
+    value = os.environ.get("TPURS_CPU_DEVICES")
+    return int(value) if value else 1
+
+
+def autoload() -> None:
+    """Registers the tpu device with torch (idempotent)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    torch.utils.rename_privateuse1_backend("tpu")
+    _core.init(find_plugin(), _cpu_devices())
+
+    from . import _build, device
+
+    bridge = ctypes.CDLL(str(_build.bridge_path()), mode=ctypes.RTLD_GLOBAL)
+    bridge.tpurs_bridge_init.argtypes = [ctypes.c_void_p]
+    if bridge.tpurs_bridge_init(ctypes.c_void_p(_core.c_api_address())) != 0:
+        raise RuntimeError("tpurs: the C++ bridge refused the runtime's API table (version mismatch)")
+    torch._register_device_module("tpu", device)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    device.set_eager_mode(_mode_from_env())
+
+
+def _mode_from_env() -> int:
+    """TorchTPU's variables: TORCH_TPU_LAUNCH_BLOCKING=1, TORCH_TPU_DEFER_AND_FUSE=0/1."""
+    if os.environ.get("TORCH_TPU_LAUNCH_BLOCKING") == "1":
+        return 2
+    return 0 if os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "1") == "0" else 1

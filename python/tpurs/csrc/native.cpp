@@ -4,6 +4,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
@@ -131,6 +132,20 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return host.item();
 }
 
+// Data-dependent shapes: read the count (the one host sync), then run static-shape ops.
+at::Tensor nonzero(const at::Tensor& self) {
+  int64_t count = self.ne(0).sum().item<int64_t>();
+  return at::nonzero_static(self, count, -1);
+}
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  auto shape = at::infer_size(self.sizes(), mask.sizes());
+  auto values = self.expand(shape).reshape({-1});
+  auto where = at::nonzero(mask.expand(shape).reshape({-1})).squeeze(1);
+  return values.index_select(0, where);
+}
+
 // Ops with no rule run on the CPU: one warning per op, a counter, or an error when
 // TPURS_FALLBACK=error.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -162,6 +177,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", &tpurs::set_source_tensor);
   m.impl("set_", &tpurs::set_empty);
   m.impl("_local_scalar_dense", &tpurs::local_scalar_dense);
+  m.impl("nonzero", &tpurs::nonzero);
+  m.impl("masked_select", &tpurs::masked_select);
   m.impl("view", &at::native::view);
   m.impl("as_strided", &at::native::as_strided_tensorimpl);
   m.impl("_reshape_alias", &at::native::_reshape_alias);

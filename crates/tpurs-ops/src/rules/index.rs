@@ -1016,7 +1016,72 @@ fn masked_scatter_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Registers the index family.
+/// `nonzero_static(self, *, size, fill_value=-1)`: coordinates of the first `size` nonzero
+/// elements in row-major order, rows past the count filled with `fill_value`. The bridge
+/// builds `nonzero` on it once it has read the count.
+fn nonzero_static(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let size = ctx.int(1)?;
+    let fill = ctx.int_or(2, -1)?;
+    if size < 0 {
+        return runtime(format!(
+            "nonzero_static: 'size' must be an non-negative integer, got {size}"
+        ));
+    }
+    let shape = x.shape().to_vec();
+    let rank = shape.len();
+    let b = &mut ctx.b;
+    if rank == 0 || size == 0 {
+        return one(b.splat(
+            Literal::Int(fill),
+            &TensorType::new(DType::I64, [size, rank as i64]),
+        ));
+    }
+    let n: i64 = shape.iter().product();
+    let flat = b.reshape(&x, &[n])?;
+    let zero = b.full_like(&flat, Literal::Int(0));
+    let mask = b.compare(CompareDir::Ne, &flat, &zero)?;
+    let ones = b.convert(&mask, DType::I64);
+    let running = super::reduce::scan(b, &ones, 0, Literal::Int(0), |b, x, y| {
+        b.add(x, y).expect("same types")
+    })?;
+    let one_i = b.full_like(&running, Literal::Int(1));
+    let position = b.sub(&running, &one_i)?;
+    // Zero elements scatter out of bounds, which scatter drops.
+    let dropped = b.full_like(&position, Literal::Int(size));
+    let position = b.select(&mask, &position, &dropped)?;
+    let position = b.reshape(&position, &[n, 1])?;
+    let linear = b.iota(&TensorType::new(DType::I64, [n]), 0);
+    let unset = b.splat(Literal::Int(-1), &TensorType::new(DType::I64, [size]));
+    let dims = ScatterDims {
+        update_window_dims: vec![],
+        inserted_window_dims: vec![0],
+        scatter_dims_to_operand_dims: vec![0],
+        index_vector_dim: 1,
+    };
+    let found = b.scatter(&unset, &position, &linear, &dims, None);
+    let mut columns = Vec::with_capacity(rank);
+    let mut stride: i64 = n;
+    for &extent in &shape {
+        stride /= extent.max(1);
+        let s = b.full_like(&found, Literal::Int(stride.max(1)));
+        let e = b.full_like(&found, Literal::Int(extent.max(1)));
+        let q = b.div(&found, &s)?;
+        let c = b.rem(&q, &e)?;
+        columns.push(b.reshape(&c, &[size, 1])?);
+    }
+    let refs: Vec<&Value> = columns.iter().collect();
+    let coords = b.concatenate(&refs, 1)?;
+    let zero_i = b.full_like(&found, Literal::Int(0));
+    let valid = b.compare(CompareDir::Ge, &found, &zero_i)?;
+    let valid = b.reshape(&valid, &[size, 1])?;
+    let valid = b.broadcast_in_dim(&valid, &[size, rank as i64], &[0, 1])?;
+    let filler = b.full_like(&coords, Literal::Int(fill));
+    one(b.select(&valid, &coords, &filler)?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["nonzero_static"], nonzero_static);
     reg.ops(&["index_select", "index_select.out"], index_select);
     reg.ops(&["gather", "gather.out"], gather);
     reg.ops(

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::table::Registry;
 
 /// A reduction's combining function on two 0-d values of one type.
-type Combine = fn(&mut Builder, &Value, &Value) -> Value;
+pub(crate) type Combine = fn(&mut Builder, &Value, &Value) -> Value;
 
 /// `x + y` as a reduction body.
 fn add_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
@@ -502,7 +502,13 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Inclusive scan of `x` along `dim` with `f` (identity `init`), by log-step doubling:
 /// `y += shift(y, k)` for k = 1, 2, 4, ...
-fn scan(b: &mut Builder, x: &Value, dim: usize, init: Literal, f: Combine) -> Result<Value> {
+pub(crate) fn scan(
+    b: &mut Builder,
+    x: &Value,
+    dim: usize,
+    init: Literal,
+    f: Combine,
+) -> Result<Value> {
     let n = x.shape()[dim];
     let pad = b.constant(init, x.dtype());
     let rank = x.rank();

@@ -13,4 +13,7 @@ cargo fmt --all -- --check
 .venv/bin/ruff check -q --isolated --select F,E9,I python tests bench tools examples
 cargo clippy -q --workspace --all-targets -- -D warnings
 cargo test -q --workspace
+# Strict eager on the integration and training tests, then everything in the default mode
+# (fused eager).
+TORCH_TPU_DEFER_AND_FUSE=0 .venv/bin/python -m pytest -q tests/test_device.py tests/test_training.py "$@"
 .venv/bin/python -m pytest -q tests "$@"

@@ -40,6 +40,11 @@ def autoload() -> None:
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     device.set_eager_mode(_mode_from_env())
+    # An optimizer step ends a training step: end the fused batch there too, so that every
+    # step replays the same programs.
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(lambda *_: _core.flush())
 
 
 def _mode_from_env() -> int:

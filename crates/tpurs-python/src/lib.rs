@@ -112,6 +112,12 @@ fn reset_metrics() {
     tpurs_runtime::reset_metrics();
 }
 
+/// Launches the work deferred on every device (fused eager), without waiting.
+#[pyfunction]
+fn flush() -> PyResult<()> {
+    rt()?.flush_all().map_err(to_py)
+}
+
 /// Waits for the work launched on `device`.
 #[pyfunction]
 fn synchronize(py: Python<'_>, device: i64) -> PyResult<()> {
@@ -197,6 +203,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
     m.add_function(wrap_pyfunction!(reset_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(memory_allocated, m)?)?;

@@ -5,6 +5,11 @@
 //!
 //! Lowering (and so every shape or dtype error) still happens at the op call; only the
 //! launch is deferred. Outputs nobody holds any more at flush time are not materialised.
+//!
+//! Where a batch ends must not drift from one training step to the next, or every step
+//! would compile new programs: so besides the op limit, a batch also ends at every read to
+//! the host (even of a value already computed) and after every optimizer step (a hook
+//! installed from Python).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -68,11 +73,10 @@ impl Batch {
         self.id
     }
 
-    /// Adds an external input buffer.
+    /// Adds an external input buffer. Buffers are not deduplicated: which values happen to
+    /// share a buffer (cached scalars) changes from step to step and must not change the
+    /// program.
     pub fn external(&mut self, buffer: Arc<Buffer>) -> Binding {
-        if let Some(i) = self.externals.iter().position(|b| Arc::ptr_eq(b, &buffer)) {
-            return Binding::External(i as u32);
-        }
         self.externals.push(buffer);
         Binding::External(self.externals.len() as u32 - 1)
     }

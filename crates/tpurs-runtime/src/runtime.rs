@@ -150,6 +150,14 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Launches the work deferred on every device, without waiting for it.
+    pub fn flush_all(&self) -> Result<()> {
+        for d in 0..self.device_count() {
+            self.batch(d).flush(self, d)?;
+        }
+        Ok(())
+    }
+
     /// Launches pending work and waits for the most recent launch on `device` to finish.
     pub fn synchronize(&self, device: usize) -> Result<()> {
         self.batch(device).flush(self, device)?;

@@ -266,6 +266,8 @@ pub(crate) extern "C" fn copy_to_host(src: *const TpursArg, dst: *mut c_void, nb
         if nbytes == 0 {
             return Ok(());
         }
+        // A read ends the batch, so batches line up with the program's own sync points.
+        rt.batch(src.storage.device).flush(rt, src.storage.device)?;
         let flat = read_flat(rt, &src)?;
         // SAFETY: `dst` holds `nbytes` writable bytes.
         let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, nbytes as usize) };

@@ -73,10 +73,14 @@ impl Batch {
         self.id
     }
 
-    /// Adds an external input buffer. Buffers are not deduplicated: which values happen to
-    /// share a buffer (cached scalars) changes from step to step and must not change the
-    /// program.
+    /// Adds an external input buffer; a buffer already bound (a storage read twice, a cached
+    /// scalar of the same value) is passed once. Equal scalars share one cached buffer, so the
+    /// sharing pattern only changes when values start or stop coinciding, which costs one
+    /// new program.
     pub fn external(&mut self, buffer: Arc<Buffer>) -> Binding {
+        if let Some(i) = self.externals.iter().position(|b| Arc::ptr_eq(b, &buffer)) {
+            return Binding::External(i as u32);
+        }
         self.externals.push(buffer);
         Binding::External(self.externals.len() as u32 - 1)
     }

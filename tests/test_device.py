@@ -290,3 +290,21 @@ def test_no_fallback_in_basic_arithmetic():
     with no_fallback():
         check(lambda t: (t * 2 - 1).abs().sqrt(), x)
     assert to_device(x).device.type == "tpu"
+
+
+def test_core_stub_matches_the_extension():
+    import pathlib
+    import re
+
+    import tpurs._core as core
+
+    stub = (pathlib.Path(tpurs_dir()) / "_core.pyi").read_text()
+    declared = set(re.findall(r"^def (\w+)\(", stub, flags=re.M))
+    exported = {n for n in dir(core) if not n.startswith("_") and callable(getattr(core, n))}
+    assert declared == exported
+
+
+def tpurs_dir():
+    import tpurs
+
+    return os.path.dirname(tpurs.__file__)

@@ -196,6 +196,18 @@ def test_save_load_state_dict():
         assert torch.equal(on_cpu[k], v.cpu())
 
 
+def test_resize_keeps_contents_like_cpu():
+    for device in ("cpu", "tpu"):
+        x = torch.arange(6.0, device=device)
+        y = x[1:]
+        x.resize_(4, 5)  # grows the storage
+        assert x.shape == (4, 5) and x.is_contiguous()
+        assert x.reshape(-1)[:6].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        x.resize_(2)  # shrinking keeps the storage
+        assert x.tolist() == [0.0, 1.0]
+        assert y.shape == (5,)
+
+
 def test_zero_dim_cpu_tensor_is_allowed():
     x = torch.ones(3, device="tpu")
     y = x * torch.tensor(2.5)

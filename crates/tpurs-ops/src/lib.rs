@@ -20,3 +20,4 @@ pub use call::{
 };
 pub use error::{Error, Result};
 pub use table::{lookup, op_entry, op_names, OpEntry, OpId};
+pub use view::is_contiguous;

@@ -87,7 +87,7 @@ pub fn get_or_lower(
     Ok(plan)
 }
 
-/// A fused program and which batch nodes its outputs are.
+/// A fused program (its outputs are the batch's live nodes, in node order).
 pub struct Fused {
     /// The executable.
     pub exe: LoadedExecutable,

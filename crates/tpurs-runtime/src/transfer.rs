@@ -113,22 +113,9 @@ impl<'a> View<'a> {
 
     /// True when the view is the whole storage, dense, of the storage's dtype.
     fn is_whole(&self) -> bool {
-        let dense = self.arg.offset == 0 && tpurs_ops_contiguous(self.sizes, self.strides);
+        let dense = self.arg.offset == 0 && tpurs_ops::is_contiguous(self.sizes, self.strides);
         dense && self.nbytes() == self.storage.nbytes
     }
-}
-
-fn tpurs_ops_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
-    let mut expected = 1;
-    for (&n, &s) in sizes.iter().zip(strides).rev() {
-        if n != 1 {
-            if s != expected {
-                return false;
-            }
-            expected *= n;
-        }
-    }
-    true
 }
 
 /// Runs the table's `name` op with args and the given write / return layout.

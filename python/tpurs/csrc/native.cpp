@@ -82,7 +82,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
-  auto old = self.defined() && self.numel() > 0 ? self.clone() : at::Tensor();
+  const int64_t itemsize = static_cast<int64_t>(self.dtype().itemsize());
+  const int64_t kept = static_cast<int64_t>(self.storage().nbytes()) / itemsize - self.storage_offset();
   impl->set_sizes_contiguous(size);
   if (memory_format && *memory_format != at::MemoryFormat::Contiguous) {
     impl->empty_tensor_restride(*memory_format);
@@ -90,13 +91,16 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   size_t needed = at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(),
                                                    self.storage_offset());
   if (needed > self.storage().nbytes()) {
+    // Like torch's resize_, the storage's bytes from the offset on are kept; copying them
+    // is only paid when the storage grows.
+    auto flat = [&](const c10::Storage& s, int64_t n) {
+      return at::empty({0}, self.options()).set_(s, self.storage_offset(), {n}, {1});
+    };
+    at::Tensor old = kept > 0 ? flat(self.storage(), kept).clone() : at::Tensor();
     c10::DeviceGuard guard(self.device());
     self.storage().set_data_ptr_noswap(allocator()->allocate(needed));
     self.storage().set_nbytes(needed);
-    if (old.defined()) {
-      auto n = std::min<int64_t>(old.numel(), self.numel());
-      self.view(-1).narrow(0, 0, n).copy_(old.reshape(-1).narrow(0, 0, n));
-    }
+    if (old.defined()) flat(self.storage(), kept).copy_(old);
   }
   return self;
 }

@@ -44,7 +44,33 @@ def autoload() -> None:
     # step replays the same programs.
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    register_optimizer_step_post_hook(lambda *_: _core.flush())
+    register_optimizer_step_post_hook(_end_batch)
+    _route_inductor()
+
+
+def _end_batch(*_) -> None:
+    # Inside a compiled step the graph ends where the step ends; nothing to flush.
+    if not torch.compiler.is_compiling():
+        _core.flush()
+
+
+def _route_inductor() -> None:
+    """A plain `torch.compile(model)` (Inductor) hands graphs whose inputs are on tpu to the
+    tpurs backend, as TorchTPU's selector does; every other graph still goes to Inductor."""
+    wrapper = getattr(torch, "_TorchCompileInductorWrapper", None)
+    if wrapper is None or getattr(wrapper.__call__, "_tpurs_routed", False):
+        return
+    inductor_call = wrapper.__call__
+
+    def __call__(self, model_, inputs_, **kwargs):
+        from . import compile
+
+        if compile.graphs_on_tpu(inputs_):
+            return compile.tpu_backend(model_, inputs_)
+        return inductor_call(self, model_, inputs_, **kwargs)
+
+    __call__._tpurs_routed = True
+    wrapper.__call__ = __call__
 
 
 def _mode_from_env() -> int:

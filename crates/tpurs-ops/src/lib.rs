@@ -2,21 +2,25 @@
 //! emit StableHLO through `tpurs_hlo::Builder`.
 //!
 //! This crate knows PyTorch's semantics (type promotion, broadcasting, strides) but nothing
-//! about PJRT buffers or torch's C++ types: the runtime describes each call with plain
-//! metadata ([`OpCall`]) and gets back a program plus where its parameters come from and
-//! where its results go ([`Lowered`]).
+//! about PJRT buffers or torch's C++ types. Rules see typed values through the rule API
+//! ([`Ctx`]); two drivers feed them: the eager driver ([`lower`], [`lower_into`]) turns one
+//! call over strided views of storages into a program, and the graph driver
+//! ([`graph::register_graph`]) turns a list of ATen nodes into one program.
 
-mod call;
+mod ctx;
 pub mod dtype;
+mod eager;
 mod error;
+pub mod graph;
 mod rules;
 mod table;
 mod view;
 
-pub use call::{lower, lower_into, LoweredOp, ParamProvider};
-pub use call::{
-    Arg, Ctx, Lowered, OpCall, Out, OutputSpec, ParamSource, ResultSink, ReturnSpec, ScalarMeta,
-    StorageMeta, TensorMeta, WriteTarget,
+pub use ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg, WriteTarget};
+pub use eager::{lower, lower_into, LoweredOp, ParamProvider};
+pub use eager::{
+    EagerArg, Lowered, OpCall, OutputSpec, ParamSource, ResultSink, ReturnSpec, StorageMeta,
+    TensorMeta,
 };
 pub use error::{Error, Result};
 pub use table::{lookup, op_entry, op_names, OpEntry, OpId};

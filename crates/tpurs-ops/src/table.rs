@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::error::Result;
 
 /// A lowering rule: reads its arguments from the context, returns the schema's results.
@@ -25,6 +25,8 @@ pub struct OpEntry {
     pub check_cast: bool,
     /// Scalar arguments are compile-time constants (part of the cache key).
     pub bake_scalars: bool,
+    /// Only graphs use this rule (views and factories the bridge handles itself in eager).
+    pub graph_only: bool,
 }
 
 /// Collects table entries; rule families call [`Registry::ops`].
@@ -45,6 +47,12 @@ impl Registered<'_> {
         self
     }
 
+    /// Not registered with the dispatcher: only graphs reach this rule.
+    pub fn graph_only(self) -> Self {
+        self.entries.iter_mut().for_each(|e| e.graph_only = true);
+        self
+    }
+
     /// Write results into mutated arguments with any cast (copy semantics).
     pub fn any_cast(self) -> Self {
         self.entries.iter_mut().for_each(|e| e.check_cast = false);
@@ -62,6 +70,7 @@ impl Registry {
                 rule,
                 check_cast: true,
                 bake_scalars: false,
+                graph_only: false,
             });
         }
         Registered {

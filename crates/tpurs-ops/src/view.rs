@@ -7,7 +7,7 @@
 
 use tpurs_hlo::{Builder, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
-use crate::call::{StorageMeta, TensorMeta};
+use crate::eager::{StorageMeta, TensorMeta};
 use crate::error::{Error, Result};
 
 /// True when the view is dense and row-major (size-1 dims ignored).

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use tpurs_hlo::{DType, Literal, TensorType};
 use tpurs_ops::{
-    lookup, lower, Arg, Error, Lowered, OpCall, OutputSpec, ParamSource, ResultSink, ReturnSpec,
-    ScalarMeta, StorageMeta, TensorMeta, WriteTarget,
+    lookup, lower, Arg, EagerArg, Error, Lowered, OpCall, OutputSpec, ParamSource, ResultSink,
+    ReturnSpec, ScalarMeta, StorageMeta, TensorMeta, WriteTarget,
 };
 use tpurs_pjrt::{Client, CompileOptions, ElementType};
 
@@ -519,7 +519,7 @@ fn copy_into_i64_storage_views() {
 // ---------------------------------------------------------------------------------------------
 // add.Tensor
 
-fn add_call(a: TensorMeta, a_numel: i64, b: TensorMeta, b_numel: i64, alpha: Arg) -> OpCall {
+fn add_call(a: TensorMeta, a_numel: i64, b: TensorMeta, b_numel: i64, alpha: EagerArg) -> OpCall {
     let storages = vec![
         StorageMeta {
             numel: a_numel,

@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpurs_runtime::{runtime, Error, ErrorKind};
 
+mod graph;
+
 /// Maps a runtime error to the Python exception CPU PyTorch would raise.
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -91,6 +93,7 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("op_launches", m.op_launches)?;
     d.set_item("compiles", m.compiles)?;
+    d.set_item("graph_compiles", m.graph_compiles)?;
     d.set_item("compile_cache_hits", m.cache_hits)?;
     d.set_item("compile_cache_misses", m.cache_misses)?;
     d.set_item("compile_seconds", m.compile_seconds)?;
@@ -104,6 +107,13 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("fallbacks", f)?;
     d.set_item("fallback_count", m.fallbacks.values().sum::<u64>())?;
     Ok(d)
+}
+
+/// Counts one fallback of `name` (an op or a compiled graph run op by op); returns the new
+/// count for that name.
+#[pyfunction]
+fn record_fallback(name: &str) -> u64 {
+    tpurs_runtime::record_fallback(name)
 }
 
 /// Zeroes the counters.
@@ -183,6 +193,19 @@ fn eager_mode() -> u8 {
     tpurs_runtime::eager_mode() as u8
 }
 
+/// Registers a graph of ATen nodes (see `graph.rs` for the encoding) to run as one program
+/// through `torch.ops.tpurs.graph`; returns its id and StableHLO text.
+#[pyfunction]
+fn register_graph(
+    inputs: Vec<(i32, Vec<i64>)>,
+    nodes: Vec<(String, Vec<Bound<'_, PyAny>>, usize)>,
+    outputs: Vec<usize>,
+    default_dtype: i32,
+) -> PyResult<(i64, String)> {
+    let graph = graph::decode_graph(inputs, nodes, outputs, default_dtype)?;
+    tpurs_runtime::register_graph(graph).map_err(to_py)
+}
+
 /// Number of programs in the in-memory compile cache.
 #[pyfunction]
 fn compile_cache_size() -> usize {
@@ -202,6 +225,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
     m.add_function(wrap_pyfunction!(reset_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(record_fallback, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(rng_state, m)?)?;
@@ -210,6 +234,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
+    m.add_function(wrap_pyfunction!(register_graph, m)?)?;
     m.add_function(wrap_pyfunction!(set_eager_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_mode, m)?)?;
     Ok(())

@@ -230,11 +230,17 @@ extern "C" fn num_ops() -> u32 {
     tpurs_ops::op_names().count() as u32
 }
 
+/// The name the bridge registers for op `i`; empty for graph-only rules, which the
+/// dispatcher must not reach.
 extern "C" fn op_name(i: u32) -> *const c_char {
     static NAMES: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        tpurs_ops::op_names()
-            .map(|n| std::ffi::CString::new(n).unwrap_or_default())
+        (0..num_ops())
+            .map(|id| {
+                let e = tpurs_ops::op_entry(id);
+                let name = if e.graph_only { "" } else { e.name };
+                std::ffi::CString::new(name).unwrap_or_default()
+            })
             .collect()
     });
     names

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tpurs_hlo::{DType, Literal};
 use tpurs_ops::dtype::from_scalar_type;
-use tpurs_ops::{Arg, OpCall, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta, TensorMeta};
+use tpurs_ops::{
+    Arg, EagerArg, OpCall, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta, TensorMeta,
+};
 use tpurs_pjrt::Buffer;
 
 use crate::cache::{get_or_lower, Plan};
@@ -221,7 +223,7 @@ impl Scratch {
 }
 
 /// Converts C arguments into the lowering's description (cache misses only).
-fn to_arg(a: &TpursArg, scratch: &mut Scratch) -> Result<Arg> {
+fn to_arg(a: &TpursArg, scratch: &mut Scratch) -> Result<EagerArg> {
     // SAFETY (all reads below): pointers hold `ndim` items as documented in `TpursArg`.
     Ok(match a.kind {
         kind::NONE => Arg::None,

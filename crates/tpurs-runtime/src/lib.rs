@@ -9,6 +9,7 @@ mod cache;
 mod defer;
 mod error;
 pub mod ffi;
+mod graph;
 mod launch;
 mod metrics;
 mod runtime;
@@ -17,7 +18,8 @@ mod transfer;
 
 pub use cache::cache_len;
 pub use error::{Error, ErrorKind, Result};
-pub use metrics::{metrics_snapshot, reset_metrics, MetricsSnapshot};
+pub use graph::register_graph;
+pub use metrics::{metrics_snapshot, record_fallback, reset_metrics, MetricsSnapshot};
 pub use runtime::RngState;
 pub use runtime::{eager_mode, init, runtime, set_eager_mode, EagerMode, Runtime};
 pub use storage::Storage;

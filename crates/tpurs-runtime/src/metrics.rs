@@ -9,6 +9,7 @@ use std::sync::Mutex;
 pub(crate) struct Metrics {
     pub op_launches: AtomicU64,
     pub compiles: AtomicU64,
+    pub graph_compiles: AtomicU64,
     pub cache_hits: AtomicU64,
     pub cache_misses: AtomicU64,
     pub compile_ns: AtomicU64,
@@ -45,6 +46,8 @@ pub struct MetricsSnapshot {
     pub op_launches: u64,
     /// Programs compiled.
     pub compiles: u64,
+    /// Graphs compiled by the `torch.compile` backend.
+    pub graph_compiles: u64,
     /// Compile-cache hits.
     pub cache_hits: u64,
     /// Compile-cache misses.
@@ -69,6 +72,7 @@ pub fn metrics_snapshot() -> MetricsSnapshot {
     MetricsSnapshot {
         op_launches: m.op_launches.load(Relaxed),
         compiles: m.compiles.load(Relaxed),
+        graph_compiles: m.graph_compiles.load(Relaxed),
         cache_hits: m.cache_hits.load(Relaxed),
         cache_misses: m.cache_misses.load(Relaxed),
         compile_seconds: m.compile_ns.load(Relaxed) as f64 * 1e-9,
@@ -86,6 +90,7 @@ pub fn reset_metrics() {
     for c in [
         &m.op_launches,
         &m.compiles,
+        &m.graph_compiles,
         &m.cache_hits,
         &m.cache_misses,
         &m.compile_ns,

@@ -361,21 +361,33 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void register_table_ops() {
   static std::unique_ptr<torch::Library> lib = std::make_unique<torch::Library>(
       torch::Library::IMPL, "aten", std::make_optional(c10::DispatchKey::PrivateUse1), __FILE__, __LINE__);
+  static std::unique_ptr<torch::Library> own = std::make_unique<torch::Library>(
+      torch::Library::IMPL, "tpurs", std::make_optional(c10::DispatchKey::PrivateUse1), __FILE__, __LINE__);
   auto& dispatcher = c10::Dispatcher::singleton();
   uint32_t n = g_api->num_ops();
   for (uint32_t i = 0; i < n; ++i) {
     std::string full = g_api->op_name(i);
-    auto dot = full.find('.');
-    std::string name = full.substr(0, dot);
-    std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
-    auto handle = dispatcher.findSchema({"aten::" + name, overload});
+    if (full.empty()) continue;  // a graph-only rule
+    // Names are ATen's unless they carry their own namespace (`tpurs::graph`).
+    const bool own_op = full.rfind("tpurs::", 0) == 0;
+    std::string bare = own_op ? full.substr(7) : full;
+    auto dot = bare.find('.');
+    std::string name = bare.substr(0, dot);
+    std::string overload = dot == std::string::npos ? "" : bare.substr(dot + 1);
+    auto handle = dispatcher.findSchema({(own_op ? "tpurs::" : "aten::") + name, overload});
     if (!handle) continue;  // not in this torch version
     // A CompositeImplicitAutograd op must decompose before reaching the backend, or
     // autograd would lose its formula.
     if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
     descs()[&handle->schema()] = describe(handle->schema(), i);
-    lib->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_table_op>());
+    (own_op ? own : lib)->impl(bare.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_table_op>());
   }
 }
 
 }  // namespace tpurs
+
+// Schemas of tpurs' own ops; their kernels come from the Rust table like ATen's.
+TORCH_LIBRARY(tpurs, m) {
+  // Runs a graph registered with `tpurs._core.register_graph` as one program.
+  m.def("graph(int id, Tensor[] inputs) -> Tensor[]");
+}

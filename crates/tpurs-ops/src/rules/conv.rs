@@ -6,7 +6,7 @@
 use tpurs_hlo::{Builder, CompareDir, ConvDims, DType, Literal, ScatterDims, TensorType, Value};
 
 use super::one;
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::error::{Error, Result};
 use crate::table::Registry;
 

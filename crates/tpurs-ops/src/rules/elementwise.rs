@@ -4,7 +4,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{common_dtype, float_dtype, full, one, operands};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::error::Result;
 use crate::table::Registry;
 

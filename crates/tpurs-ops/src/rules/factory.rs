@@ -7,7 +7,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::{broadcast_all, common_dtype, one};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
@@ -86,6 +86,17 @@ fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
     if dtype == DType::Bool {
         return Err(not_for("arange_cpu", dtype));
     }
+    one(arange_of(&mut ctx.b, start, end, step, dtype)?)
+}
+
+/// `start + step * i` for `i` in `0..arange_len(..)`, in `dtype`.
+pub(crate) fn arange_of(
+    b: &mut Builder,
+    start: Literal,
+    end: Literal,
+    step: Literal,
+    dtype: DType,
+) -> Result<Value> {
     let n = arange_len(start, end, step, dtype)?;
     let (w, start, step) = if dtype.is_float() {
         (
@@ -100,13 +111,12 @@ fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
             Literal::Int(lit_i64(step)),
         )
     };
-    let b = &mut ctx.b;
     let i = b.iota(&TensorType::new(w, [n]), 0);
     let st = b.full_like(&i, step);
     let s0 = b.full_like(&i, start);
     let x = b.mul(&i, &st)?;
     let x = b.add(&s0, &x)?;
-    one(b.convert(&x, dtype))
+    Ok(b.convert(&x, dtype))
 }
 
 /// `linspace.out(start, end, steps, out)`: PyTorch's two-sided formula (from `start` for the

@@ -8,7 +8,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::factory::{addc_check, addc_of, lerp_of, opmath};
 use super::{broadcast_all, float_dtype};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::dtype::{result_type, torch_name, Participation};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;

@@ -9,7 +9,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
 use super::{broadcast_shapes, one, wrap_dim};
-use crate::call::{Arg, Ctx, Out};
+use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;

@@ -6,7 +6,7 @@ use tpurs_hlo::{CompareDir, DType, Literal, Value};
 
 use super::nn::torch_name;
 use super::one;
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 

@@ -3,7 +3,7 @@
 
 use tpurs_hlo::{Builder, DType, Literal, Value};
 
-use crate::call::Ctx;
+use crate::ctx::Ctx;
 use crate::dtype::result_type;
 use crate::error::{Error, Result};
 use crate::table::Registry;
@@ -12,6 +12,7 @@ mod conv;
 mod elementwise;
 mod factory;
 mod foreach;
+mod graph_only;
 mod index;
 mod matmul;
 mod nn;
@@ -31,6 +32,8 @@ pub(crate) fn register_all(reg: &mut Registry) {
     reduce::register(reg);
     index::register(reg);
     shape::register(reg);
+    graph_only::register(reg);
+    crate::graph::register(reg);
 }
 
 /// PyTorch's broadcast of two shapes, with its error message.
@@ -129,6 +132,6 @@ pub(crate) fn float_dtype(d: DType, default_float: DType) -> DType {
 }
 
 /// Results of a rule that returns one value.
-pub(crate) fn one(v: Value) -> Result<Vec<crate::call::Out>> {
+pub(crate) fn one(v: Value) -> Result<Vec<crate::ctx::Out>> {
     Ok(vec![Some(v)])
 }

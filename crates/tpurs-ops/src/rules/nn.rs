@@ -6,7 +6,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
 
 use super::{common_dtype, full, one};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 

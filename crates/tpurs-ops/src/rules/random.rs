@@ -7,7 +7,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::factory::opmath;
 use super::{broadcast_all, broadcast_shapes, one};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;

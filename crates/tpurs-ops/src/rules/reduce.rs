@@ -6,7 +6,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{float_dtype, one, wrap_dim};
-use crate::call::{Ctx, Out};
+use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{Error, Result};
 use crate::table::Registry;

@@ -8,8 +8,9 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::{one, wrap_dim};
-use crate::call::{Arg, Ctx, Out, StorageMeta, TensorMeta};
+use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::{result_type, Participation};
+use crate::eager::{StorageMeta, TensorMeta};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 use crate::view::write_view;
@@ -20,7 +21,7 @@ fn zeros(b: &mut Builder, dtype: DType, shape: &[i64]) -> Value {
 }
 
 /// Row-major strides of `shape`.
-fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
+pub(crate) fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     let mut strides = vec![1; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * shape[d + 1].max(1);
@@ -29,10 +30,10 @@ fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
 }
 
 /// A strided view of a contiguous tensor: sizes, strides and element offset.
-struct View {
-    sizes: Vec<i64>,
-    strides: Vec<i64>,
-    offset: i64,
+pub(crate) struct View {
+    pub sizes: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub offset: i64,
 }
 
 /// Type of list item `j` of argument `i` (device tensors and host numbers).
@@ -333,7 +334,7 @@ fn embed(b: &mut Builder, base: &Value, src: &Value, v: &View) -> Result<Value> 
 
 /// The view `x.slice(dim, start, end, step)` of a contiguous tensor of `shape`, with
 /// PyTorch's clamping of `start` / `end`.
-fn slice_view(
+pub(crate) fn slice_view(
     shape: &[i64],
     dim: i64,
     start: Option<i64>,
@@ -361,7 +362,7 @@ fn slice_view(
 }
 
 /// The view `x.select(dim, index)` of a contiguous tensor of `shape`.
-fn select_view(shape: &[i64], dim: i64, index: i64) -> Result<View> {
+pub(crate) fn select_view(shape: &[i64], dim: i64, index: i64) -> Result<View> {
     let d = wrap_dim(dim, shape.len())?;
     let n = shape[d];
     if index < -n || index >= n {
@@ -383,7 +384,7 @@ fn select_view(shape: &[i64], dim: i64, index: i64) -> Result<View> {
 }
 
 /// The view `x.diagonal(offset, dim1, dim2)` of a contiguous tensor of `shape`.
-fn diagonal_view(shape: &[i64], offset: i64, dim1: i64, dim2: i64) -> Result<View> {
+pub(crate) fn diagonal_view(shape: &[i64], offset: i64, dim1: i64, dim2: i64) -> Result<View> {
     let d1 = wrap_dim(dim1, shape.len())?;
     let d2 = wrap_dim(dim2, shape.len())?;
     if d1 == d2 {

@@ -1,0 +1,230 @@
+//! The graph driver: a list of ATen nodes over symbolic values (an FX graph after
+//! aot_autograd) becomes one StableHLO function, each node lowered by the same table rule
+//! the eager driver uses.
+//!
+//! A registered graph runs as one table op, `tpurs::graph(int id, Tensor[] inputs) ->
+//! Tensor[]`: the eager driver reads the inputs through their views, this driver lowers the
+//! nodes between them, and the runtime's plan cache, fused batches and launch serve it like
+//! any other op, so one call is one program launch with no per-node work.
+
+use std::sync::{Arc, RwLock};
+
+use tpurs_hlo::{Builder, DType, Value};
+
+use crate::ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg};
+use crate::error::{runtime, Error, Result};
+use crate::table::{op_entry, OpId, Registry};
+
+/// A node argument: tensors name a value of the graph (inputs first, then node results in
+/// order).
+pub type NodeArg = Arg<usize>;
+
+/// One ATen call of a graph.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The op (a table entry without mutated arguments).
+    pub op: OpId,
+    /// Arguments in schema order, defaults filled in.
+    pub args: Vec<NodeArg>,
+    /// How many values the node defines: the rule's results, a `Tensor[]` return flattened.
+    pub num_results: usize,
+}
+
+/// A graph: typed inputs, nodes, and the values it returns.
+#[derive(Clone, Debug)]
+pub struct Graph {
+    /// Types of the graph inputs.
+    pub inputs: Vec<TensorArg>,
+    /// Nodes in execution order.
+    pub nodes: Vec<Node>,
+    /// The values returned, by index.
+    pub outputs: Vec<usize>,
+    /// `torch.get_default_dtype()` when the graph was traced.
+    pub default_float: DType,
+}
+
+fn graphs() -> &'static RwLock<Vec<Arc<Graph>>> {
+    static GRAPHS: RwLock<Vec<Arc<Graph>>> = RwLock::new(Vec::new());
+    &GRAPHS
+}
+
+/// Checks `graph` by lowering it once, stores it and returns its id and the program text
+/// of the graph on its own (for dumps).
+pub fn register_graph(graph: Graph) -> Result<(i64, String)> {
+    let mut b = Builder::new();
+    let inputs: Vec<Value> = graph.inputs.iter().map(|t| b.param(t.ty())).collect();
+    let mut rng = None;
+    let mut fresh_rng = FreshRng;
+    let (b, outs) = lower_graph(b, &graph, inputs, &mut fresh_rng, &mut rng)?;
+    let mlir = b.finish(&outs);
+    let mut all = graphs().write().unwrap_or_else(|e| e.into_inner());
+    all.push(Arc::new(graph));
+    Ok((all.len() as i64 - 1, mlir))
+}
+
+fn graph_by_id(id: i64) -> Result<Arc<Graph>> {
+    let all = graphs().read().unwrap_or_else(|e| e.into_inner());
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| all.get(i).cloned())
+        .ok_or_else(|| Error::Runtime(format!("tpurs: no compiled graph with id {id}")))
+}
+
+/// Generator state for a graph lowered on its own (registration check).
+struct FreshRng;
+
+impl Inputs for FreshRng {
+    fn tensor(&mut self, _: &mut Builder, arg: usize, _: Option<usize>) -> Result<Value> {
+        runtime(format!("graph input {arg} read outside a graph"))
+    }
+
+    fn scalar(&mut self, b: &mut Builder, _: usize, _: Option<usize>, s: &ScalarMeta) -> Value {
+        b.constant(s.value, s.dtype)
+    }
+
+    fn rng_state(&mut self, b: &mut Builder) -> Value {
+        b.param(tpurs_hlo::TensorType::new(DType::U64, [2]))
+    }
+}
+
+/// Feeds one node's rule from the values computed so far.
+struct NodeInputs<'a> {
+    args: &'a [NodeArg],
+    env: &'a [Option<Value>],
+    outer: &'a mut dyn Inputs,
+}
+
+impl Inputs for NodeInputs<'_> {
+    fn tensor(&mut self, _: &mut Builder, arg: usize, item: Option<usize>) -> Result<Value> {
+        match self.args.get(arg).map(|a| a.item(item)) {
+            Some(Arg::Tensor(v)) => self.env[*v]
+                .clone()
+                .ok_or_else(|| Error::Runtime(format!("graph value {v} is undefined"))),
+            _ => runtime(format!("graph node argument {arg} is not a tensor")),
+        }
+    }
+
+    // Numbers in a graph are constants of the traced program.
+    fn scalar(&mut self, b: &mut Builder, _: usize, _: Option<usize>, s: &ScalarMeta) -> Value {
+        b.constant(s.value, s.dtype)
+    }
+
+    fn rng_state(&mut self, b: &mut Builder) -> Value {
+        self.outer.rng_state(b)
+    }
+}
+
+/// Lowers the nodes of `graph` into `b` over `inputs`; random ops continue the generator
+/// state `rng` (drawn from `outer` at first use). Returns the graph's outputs.
+fn lower_graph(
+    mut b: Builder,
+    graph: &Graph,
+    inputs: Vec<Value>,
+    outer: &mut dyn Inputs,
+    rng: &mut Option<Value>,
+) -> Result<(Builder, Vec<Value>)> {
+    if inputs.len() != graph.inputs.len() {
+        return runtime(format!(
+            "tpurs graph: expected {} inputs, got {}",
+            graph.inputs.len(),
+            inputs.len()
+        ));
+    }
+    for (i, (v, t)) in inputs.iter().zip(&graph.inputs).enumerate() {
+        if v.dtype() != t.dtype || v.shape() != t.sizes.as_slice() {
+            return runtime(format!(
+                "tpurs graph: input {i} is {:?}{:?}, the graph was compiled for {:?}{:?}",
+                v.dtype(),
+                v.shape(),
+                t.dtype,
+                t.sizes
+            ));
+        }
+    }
+    let mut env: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
+    for node in &graph.nodes {
+        let entry = op_entry(node.op);
+        let types = |v: &usize| -> TensorArg {
+            env.get(*v)
+                .and_then(|x| x.as_ref())
+                .map(|x| TensorArg {
+                    dtype: x.dtype(),
+                    sizes: x.shape().to_vec(),
+                })
+                .unwrap_or(TensorArg {
+                    dtype: DType::F32,
+                    sizes: vec![],
+                })
+        };
+        check_refs(&node.args, env.len(), entry.name)?;
+        let args: Vec<Arg> = node.args.iter().map(|a| a.map_tensors(&types)).collect();
+        let mut feed = NodeInputs {
+            args: &node.args,
+            env: &env,
+            outer: &mut *outer,
+        };
+        let ctx = Ctx::new(b, entry.name, &args, &[], graph.default_float, &mut feed)
+            .with_rng(rng.take());
+        let (results, ctx) = run_rule(ctx, entry.rule)?;
+        let (next, _, state) = ctx.finish();
+        b = next;
+        *rng = state;
+        if results.len() != node.num_results {
+            return runtime(format!(
+                "tpurs graph: {} gave {} results, the graph expects {}",
+                entry.name,
+                results.len(),
+                node.num_results
+            ));
+        }
+        env.extend(results);
+    }
+    let outs = graph
+        .outputs
+        .iter()
+        .map(|&v| {
+            env.get(v)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| Error::Runtime(format!("tpurs graph: output {v} is undefined")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((b, outs))
+}
+
+fn run_rule<'a>(mut ctx: Ctx<'a>, rule: crate::table::Rule) -> Result<(Vec<Out>, Ctx<'a>)> {
+    let results = rule(&mut ctx)?;
+    Ok((results, ctx))
+}
+
+/// Every tensor argument names a value defined before the node.
+fn check_refs(args: &[NodeArg], defined: usize, name: &str) -> Result<()> {
+    for a in args {
+        match a {
+            Arg::Tensor(v) if *v >= defined => {
+                return runtime(format!(
+                    "tpurs graph: {name} reads value {v} before it is defined"
+                ))
+            }
+            Arg::List(items) => check_refs(items, defined, name)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `tpurs::graph(int id, Tensor[] inputs) -> Tensor[]`: runs a registered graph.
+fn run_graph(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let graph = graph_by_id(ctx.int(0)?)?;
+    let inputs = ctx.tensors(1)?;
+    let b = std::mem::take(&mut ctx.b);
+    let mut rng = ctx.rng.take();
+    let (b, outs) = lower_graph(b, &graph, inputs, ctx.inputs(), &mut rng)?;
+    ctx.b = b;
+    ctx.rng = rng;
+    Ok(outs.into_iter().map(Some).collect())
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["tpurs::graph"], run_graph);
+}

@@ -1,0 +1,298 @@
+"""`torch.compile` for the tpu device.
+
+Dynamo captures a graph, aot_autograd turns it into functional ATen forward and backward
+graphs (decomposing only ops that have no Rust rule), and each graph is handed to the Rust
+graph driver, which lowers every node with the same rule eager mode uses into one
+StableHLO program. At call time the graph runs as one op, `torch.ops.tpurs.graph`: one
+dispatcher call, one cached executable, no Python or dispatcher work per node.
+
+`backend="tpu"` names this backend (entry point `torch_dynamo_backends`); a plain
+`torch.compile(model)` reaches it too when the graph's inputs are on tpu (see
+`_register._route_inductor`), while CPU and CUDA graphs keep Inductor.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from . import _core
+
+__all__ = ["tpu_backend", "graphs_on_tpu"]
+
+_DTYPE_CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.bool: 11,
+    torch.bfloat16: 15,
+    torch.uint16: 27,
+    torch.uint32: 28,
+    torch.uint64: 29,
+}
+_MEMORY_FORMATS = {
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
+}
+# Schema kinds whose numbers are runtime values of the op (`Scalar`, or a number passed
+# where a tensor is expected): they become 0-d values, as the bridge does in eager mode.
+_NUMBER_KINDS = ("NumberType", "TensorType")
+
+
+class Unsupported(Exception):
+    """The graph cannot be lowered as a whole; it then runs op by op in eager mode."""
+
+
+@functools.cache
+def _rule_names() -> frozenset[str]:
+    return frozenset(_core.op_names())
+
+
+def graphs_on_tpu(example_inputs: list[Any]) -> bool:
+    """True when any example input of a graph is a tpu tensor."""
+    return any(isinstance(t, torch.Tensor) and t.device.type == "tpu" for t in example_inputs)
+
+
+def _op_name(target: Any) -> str:
+    """The table name of an ATen overload (`add.Tensor`, `mm`)."""
+    if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
+        raise Unsupported(f"{target} is not an ATen op")
+    name = target._schema.name.split("::", 1)[1]
+    overload = target._overloadname
+    full = name if overload == "default" else f"{name}.{overload}"
+    if full not in _rule_names():
+        raise Unsupported(f"no lowering rule for aten.{full}")
+    if target._schema.is_mutable:
+        raise Unsupported(f"aten.{full} mutates its arguments")
+    return full
+
+
+def _kind(ty: Any) -> Any:
+    """A schema argument type as a kind name, or ("list", element kind)."""
+    kind = ty.kind()
+    if kind == "OptionalType":
+        return _kind(ty.getElementType())
+    if kind == "ListType":
+        return ("list", _kind(ty.getElementType()))
+    return kind
+
+
+def _number(v: bool | int | float) -> tuple:
+    if isinstance(v, bool):
+        return ("s", (11, v))
+    if isinstance(v, int):
+        return ("s", (4, v))
+    return ("s", (7, float(v)))
+
+
+def _encode(v: Any, kind: Any, env: dict) -> Any:
+    """One argument in the encoding `tpurs._core.register_graph` reads."""
+    if v is None:
+        return None
+    if isinstance(kind, tuple):
+        elem = kind[1]
+        items = list(v)
+        if elem in ("IntType", "SymIntType"):
+            return ("il", [int(x) for x in items])
+        if elem == "FloatType":
+            return ("fl", [float(x) for x in items])
+        if elem == "BoolType":
+            return ("bl", [bool(x) for x in items])
+        return ("l", [_encode(x, elem, env) for x in items])
+    if isinstance(v, torch.fx.Node):
+        ref = env.get(v)
+        if not isinstance(ref, int):
+            raise Unsupported(f"argument {v} is not a tensor of the graph")
+        return ("t", ref)
+    if isinstance(v, torch.dtype):
+        if v not in _DTYPE_CODES:
+            raise Unsupported(f"dtype {v}")
+        return ("dt", _DTYPE_CODES[v])
+    if isinstance(v, torch.memory_format):
+        return ("i", _MEMORY_FORMATS[v])
+    if isinstance(v, torch.layout):
+        return ("i", 0)
+    if isinstance(v, torch.device):
+        return ("i", v.index or 0)
+    if isinstance(v, (bool, int, float)):
+        if kind in _NUMBER_KINDS:
+            return _number(v)
+        if kind == "FloatType":
+            return ("f", float(v))
+        if isinstance(v, bool) or kind == "BoolType":
+            return ("b", bool(v))
+        if isinstance(v, int):
+            return ("i", v)
+        raise Unsupported(f"float {v} for a {kind} argument")
+    if isinstance(v, str):
+        return ("str", v)
+    raise Unsupported(f"argument {v!r} of kind {kind}")
+
+
+def _node_args(node: torch.fx.Node, env: dict) -> list:
+    """The node's arguments in schema order, defaults filled in, encoded."""
+    schema = node.target._schema
+    out = []
+    for i, a in enumerate(schema.arguments):
+        if i < len(node.args):
+            v = node.args[i]
+        elif a.name in node.kwargs:
+            v = node.kwargs[a.name]
+        elif a.has_default_value():
+            v = a.default_value
+        else:
+            v = None
+        out.append(_encode(v, _kind(a.type), env))
+    return out
+
+
+def _tensor_type(t: Any) -> tuple[int, list[int]]:
+    if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPE_CODES:
+        raise Unsupported(f"graph input {type(t).__name__} is not a supported tensor")
+    try:
+        return _DTYPE_CODES[t.dtype], [int(s) for s in t.shape]
+    except TypeError as e:  # symbolic sizes
+        raise Unsupported("dynamic shapes") from e
+
+
+class _Described:
+    """A graph module as the Rust graph driver reads it, and how to call it."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
+        env: dict = {}
+        self.inputs: list[tuple[int, list[int]]] = []
+        self.sources: list[tuple[str, Any]] = []  # ("arg", i) or ("const", tensor)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for i, node in enumerate(placeholders):
+            val = example_inputs[i] if i < len(example_inputs) else node.meta.get("val")
+            if isinstance(val, torch.Tensor) and val.device.type != "tpu" and val.dim() > 0:
+                raise Unsupported(f"input {node.name} is on {val.device}")
+            self._add_input(node, val, ("arg", i), env)
+        for node in gm.graph.nodes:
+            if node.op == "get_attr":
+                self._add_input(node, getattr(gm, node.target), ("const", getattr(gm, node.target)), env)
+        self.nodes: list[tuple[str, list, int]] = []
+        count = len(self.inputs)
+        output = None
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is operator.getitem:
+                env[node] = env[node.args[0]][node.args[1]]
+            elif node.op == "call_function":
+                name = _op_name(node.target)
+                val = node.meta.get("val")
+                n = len(val) if isinstance(val, (tuple, list)) else 1
+                self.nodes.append((name, _node_args(node, env), n))
+                env[node] = list(range(count, count + n)) if isinstance(val, (tuple, list)) else count
+                count += n
+            elif node.op == "output":
+                output = node.args[0]
+            elif node.op not in ("placeholder", "get_attr"):
+                raise Unsupported(f"node kind {node.op}")
+        self.outputs: list[int] = []
+        self.returns: list[tuple[str, int] | None] = []
+        for o in output if isinstance(output, (tuple, list)) else [output]:
+            self.returns.append(self._return(o, env, placeholders))
+
+    def _add_input(self, node: torch.fx.Node, val: Any, source: tuple, env: dict) -> None:
+        env[node] = len(self.inputs)
+        self.inputs.append(_tensor_type(val))
+        self.sources.append(source)
+
+    def _return(self, o: Any, env: dict, placeholders: list) -> tuple[str, int] | None:
+        if o is None:
+            return None
+        if not isinstance(o, torch.fx.Node) or not isinstance(env.get(o), int):
+            raise Unsupported(f"graph output {o!r}")
+        if o in placeholders:
+            return ("arg", placeholders.index(o))
+        self.outputs.append(env[o])
+        return ("value", len(self.outputs) - 1)
+
+
+def _dump(kind: str, text: str) -> None:
+    root = os.environ.get("TPURS_DUMP_DIR")
+    if not root:
+        return
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    n = len(list(path.glob("*")))
+    (path / f"{n:04d}-{kind}").write_text(text)
+
+
+def _runner(desc: _Described, graph_id: int) -> Callable[[list[Any]], list[Any]]:
+    sources = desc.sources
+    returns = desc.returns
+    run_graph = torch.ops.tpurs.graph
+
+    def run(args: list[Any]) -> list[Any]:
+        inputs = [args[value] if kind == "arg" else value for kind, value in sources]
+        outs = run_graph(graph_id, inputs) if desc.outputs else []
+        return [None if r is None else (outs[r[1]] if r[0] == "value" else args[r[1]]) for r in returns]
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+    """aot_autograd's forward / backward compiler: one program per graph."""
+    _dump("aten-graph.py", gm.code)
+    try:
+        desc = _Described(gm, example_inputs)
+        dtype = _DTYPE_CODES[torch.get_default_dtype()]
+        graph_id, mlir = _core.register_graph(desc.inputs, desc.nodes, desc.outputs, dtype)
+    except (Unsupported, NotImplementedError, ValueError, RuntimeError, TypeError) as e:
+        return _eager_fallback(gm, e)
+    _dump("stablehlo.mlir", mlir)
+    return _runner(desc, graph_id)
+
+
+def _eager_fallback(gm: torch.fx.GraphModule, reason: Exception) -> Callable:
+    """Runs a graph that cannot be lowered whole op by op on the device, counted as a
+    fallback (`TPURS_FALLBACK=error` raises instead)."""
+    if os.environ.get("TPURS_FALLBACK") == "error":
+        raise NotImplementedError(
+            f"tpurs cannot lower a compiled graph ({reason}) and TPURS_FALLBACK=error"
+        ) from reason
+    if _core.record_fallback(f"compiled graph: {reason}") == 1:
+        warnings.warn(f"tpurs: a compiled graph runs op by op in eager mode: {reason}", stacklevel=3)
+    return make_boxed_func(gm.forward)
+
+
+def _decompositions() -> dict:
+    """Core ATen decompositions for ops without a rule; ops with a rule stay whole."""
+    from torch._decomp import core_aten_decompositions
+
+    names = _rule_names()
+    table = {}
+    for op, fn in core_aten_decompositions().items():
+        if not isinstance(op, torch._ops.OpOverload):
+            continue
+        name = op._schema.name.split("::", 1)[1]
+        full = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+        if full not in names:
+            table[op] = fn
+    return table
+
+
+_aot = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph, decompositions=_decompositions)
+
+
+def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable:
+    """The `torch.compile` backend for tpu graphs (`backend="tpu"`)."""
+    _dump("fx-graph.py", gm.code)
+    return _aot(gm, example_inputs, **kwargs)

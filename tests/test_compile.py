@@ -1,0 +1,258 @@
+"""torch.compile on the tpu device: compiled == eager == CPU, one program per graph, no
+fallback (graphs that could not be lowered whole would show up as fallbacks)."""
+
+import copy
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from helpers import no_fallback
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "mingpt"))
+
+from model import Block, GPTConfig  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def graph_compiles():
+    return torch.tpu.metrics()["graph_compiles"]
+
+
+def close(a, e, tol=1e-4):
+    torch.testing.assert_close(a.detach().cpu(), e.detach(), atol=tol, rtol=tol)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+
+
+def test_mlp_forward_backward_matches_cpu_and_eager():
+    model = mlp()
+    x = torch.randn(8, 16)
+    expected = model(x)
+    expected.square().mean().backward()
+    dev = copy.deepcopy(model).to("tpu")
+    dev.zero_grad()
+    before = graph_compiles()
+    with no_fallback():
+        compiled = torch.compile(dev)
+        out = compiled(x.to("tpu"))
+        out.square().mean().backward()
+        eager = dev(x.to("tpu"))
+    close(out, expected)
+    close(eager, out.cpu())
+    for p, q in zip(dev.parameters(), model.parameters()):
+        close(p.grad, q.grad)
+    assert graph_compiles() - before == 2  # forward and backward
+
+
+def test_compiled_call_is_one_launch():
+    dev = mlp().to("tpu")
+    x = torch.randn(8, 16, device="tpu")
+    compiled = torch.compile(dev)
+    with torch.no_grad():
+        compiled(x)
+        torch.tpu.synchronize()
+        mode = torch.tpu.eager_mode()
+        torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_NEVER)
+        try:
+            launches = torch.tpu.metrics()["op_launches"]
+            out = compiled(x)
+            assert torch.tpu.metrics()["op_launches"] - launches == 1
+        finally:
+            torch.tpu.set_eager_mode(mode)
+    close(out, dev.cpu()(x.cpu()))
+
+
+def test_backend_by_name():
+    assert "tpu" in torch._dynamo.list_backends()
+    f = torch.compile(lambda a, b: torch.relu(a @ b) + 1, backend="tpu")
+    a, b = torch.randn(4, 5), torch.randn(5, 3)
+    with no_fallback():
+        out = f(a.to("tpu"), b.to("tpu"))
+    close(out, torch.relu(a @ b) + 1)
+
+
+def test_cpu_graphs_still_go_to_inductor():
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    before = graph_compiles()
+    f = torch.compile(lambda a: (a * 2).sin())
+    a = torch.randn(16)
+    torch.testing.assert_close(f(a), (a * 2).sin())
+    assert graph_compiles() == before
+    assert counters["inductor"], "the CPU graph did not reach Inductor"
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+def test_cnn_with_batch_norm_training_updates_running_stats():
+    model = ConvNet().train()
+    x = torch.randn(4, 3, 8, 8)
+    y = torch.randint(0, 10, (4,))
+    dev = copy.deepcopy(model).to("tpu")
+    expected = F.cross_entropy(model(x), y)
+    expected.backward()
+    with no_fallback():
+        loss = F.cross_entropy(torch.compile(dev)(x.to("tpu")), y.to("tpu"))
+        loss.backward()
+    close(loss, expected)
+    close(dev.bn.running_mean, model.bn.running_mean)
+    close(dev.bn.running_var, model.bn.running_var)
+    assert dev.bn.num_batches_tracked.item() == 1
+    close(dev.conv.weight.grad, model.conv.weight.grad)
+    close(dev.bn.weight.grad, model.bn.weight.grad)
+
+
+def test_gpt_block_five_adamw_steps_match_cpu():
+    config = GPTConfig(vocab_size=32, block_size=16, n_layer=1, n_head=2, n_embd=32, dropout=0.0)
+    block = Block(config)
+    batches = [torch.randn(2, 16, 32) for _ in range(5)]
+
+    def run(model, device, compile_it):
+        model = copy.deepcopy(model).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        fwd = torch.compile(model) if compile_it else model
+        losses = []
+        for x in batches:
+            loss = fwd(x.to(device)).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, model
+
+    cpu_losses, cpu_model = run(block, "cpu", False)
+    with no_fallback():
+        dev_losses, dev_model = run(block, "tpu", True)
+    assert dev_losses == pytest.approx(cpu_losses, rel=1e-4, abs=1e-5)
+    for (name, p), q in zip(dev_model.named_parameters(), cpu_model.parameters()):
+        p, q = p.detach().cpu(), q.detach()
+        if name == "attn.qkv.bias":
+            # The key bias has an exactly-zero gradient (softmax is shift invariant): its
+            # computed gradient is rounding noise, which Adam normalises to +-lr per step.
+            keep = torch.ones_like(q, dtype=torch.bool)
+            keep[config.n_embd : 2 * config.n_embd] = False
+            p, q = p[keep], q[keep]
+        torch.testing.assert_close(p, q, atol=1e-4, rtol=1e-4, msg=name)
+
+
+def test_compiled_training_step_with_optimizer():
+    model = mlp()
+    data = [(torch.randn(8, 16), torch.randn(8, 4)) for _ in range(3)]
+
+    def run(device, compile_it):
+        m = copy.deepcopy(model).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compile_it else step
+        losses = [fn(x.to(device), y.to(device)).item() for x, y in data]
+        return losses, m
+
+    cpu_losses, cpu_model = run("cpu", False)
+    with no_fallback():
+        dev_losses, dev_model = run("tpu", True)
+    assert dev_losses == pytest.approx(cpu_losses, rel=1e-4, abs=1e-5)
+    for p, q in zip(dev_model.parameters(), cpu_model.parameters()):
+        close(p, q)
+
+
+def test_dropout_reproducible_with_manual_seed():
+    f = torch.compile(lambda x: F.dropout(x, 0.5, training=True) * 3)
+    x = torch.ones(64, 64, device="tpu")
+    with no_fallback():
+        torch.manual_seed(7)
+        a = f(x).cpu()
+        torch.manual_seed(7)
+        b = f(x).cpu()
+        c = f(x).cpu()
+    assert torch.equal(a, b)
+    assert not torch.equal(b, c)
+    kept = (a != 0).float().mean().item()
+    assert 0.4 < kept < 0.6
+    assert set(a.unique().tolist()) <= {0.0, 6.0}
+
+
+def test_graph_break_runs_eager_between_graphs():
+    def f(x):
+        y = x.sin() * 2
+        print("graph break")  # dynamo splits the function here
+        return (y + x).cos().sum(0)
+
+    x = torch.randn(5, 6)
+    with no_fallback():
+        out = torch.compile(f)(x.to("tpu"))
+    close(out, f(x))
+
+
+def test_input_mutation_is_applied():
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    xd, yd = x.to("tpu"), y.to("tpu")
+    expected = f(x, y)
+    with no_fallback():
+        out = torch.compile(f)(xd, yd)
+    close(out, expected)
+    close(xd, x)
+
+
+def test_views_as_outputs_and_outputs_aliasing_inputs():
+    def f(x):
+        return x.t(), x[1:3], x.view(-1).unsqueeze(0), x
+
+    x = torch.randn(4, 6)
+    xd = x.to("tpu")
+    with no_fallback():
+        outs = torch.compile(f)(xd)
+    for a, e in zip(outs, f(x)):
+        close(a, e)
+    assert outs[3] is xd or outs[3].data_ptr() == xd.data_ptr()
+
+
+def test_seen_shape_compiles_nothing_new_shape_compiles():
+    f = torch.compile(lambda x: (x * x).sum(-1), dynamic=False)
+    xs = [torch.randn(4, 8, device="tpu") for _ in range(4)]
+    torch.tpu.synchronize()
+    with no_fallback():
+        f(xs[0])
+        torch.tpu.synchronize()
+        graphs = graph_compiles()
+        compiles = torch.tpu.metrics()["compiles"]
+        for x in xs[1:]:
+            f(x)
+            torch.tpu.synchronize()
+        assert graph_compiles() == graphs
+        assert torch.tpu.metrics()["compiles"] == compiles
+        out = f(torch.randn(3, 8, device="tpu"))
+    assert graph_compiles() == graphs + 1
+    assert out.shape == (3,)

@@ -256,3 +256,14 @@ def test_seen_shape_compiles_nothing_new_shape_compiles():
         out = f(torch.randn(3, 8, device="tpu"))
     assert graph_compiles() == graphs + 1
     assert out.shape == (3,)
+
+
+def test_recompiles_warn_naming_the_changing_input(monkeypatch):
+    monkeypatch.setenv("TPURS_RECOMPILE_WARN", "3")
+    f = torch.compile(lambda tokens: tokens.sum(), dynamic=False)
+    with no_fallback():
+        f(torch.ones(1, device="tpu"))
+        f(torch.ones(2, device="tpu"))
+        with pytest.warns(UserWarning, match=r"compiled a function 3 times.*\(2,\) -> \(3,\)"):
+            out = f(torch.ones(3, device="tpu"))
+    assert out.item() == 3.0

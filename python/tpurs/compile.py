@@ -292,7 +292,37 @@ def _decompositions() -> dict:
 _aot = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph, decompositions=_decompositions)
 
 
+# Input shapes of the last compile of each frame, to name the input behind recompiles.
+_last_shapes: dict[int, dict[str, tuple]] = {}
+
+
+def _warn_on_recompiles(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
+    """From the `TPURS_RECOMPILE_WARN`-th (8th, dynamo's own limit) compile of one function
+    on, names the inputs whose shapes changed since its previous compile."""
+    from torch._guards import CompileContext
+
+    cid = CompileContext.current_compile_id()
+    if cid is None or cid.frame_id is None:
+        return
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    shapes = {name: tuple(t.shape) for name, t in zip(names, example_inputs) if isinstance(t, torch.Tensor)}
+    before = _last_shapes.get(cid.frame_id, {})
+    _last_shapes[cid.frame_id] = shapes
+    limit = int(os.environ.get("TPURS_RECOMPILE_WARN", "8"))
+    count = (cid.frame_compile_id or 0) + 1
+    if count < limit:
+        return
+    changed = [f"{k}: {before[k]} -> {v}" for k, v in shapes.items() if k in before and before[k] != v]
+    warnings.warn(
+        f"tpurs: compiled a function {count} times; inputs whose shape changed: "
+        f"{', '.join(changed) or 'none (another guard failed)'}. Pad the changing dimension to a "
+        "few sizes, or compile with dynamic=False and fewer shapes.",
+        stacklevel=2,
+    )
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable:
     """The `torch.compile` backend for tpu graphs (`backend="tpu"`)."""
     _dump("fx-graph.py", gm.code)
+    _warn_on_recompiles(gm, example_inputs)
     return _aot(gm, example_inputs, **kwargs)

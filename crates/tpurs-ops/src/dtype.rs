@@ -43,6 +43,16 @@ pub fn to_scalar_type(dtype: DType) -> i32 {
     }
 }
 
+/// The type PyTorch computes `dtype` arithmetic in ("opmath"): f32 for the half types,
+/// `dtype` itself otherwise. Every rule that accumulates or computes in a wider type asks
+/// here.
+pub fn opmath(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    }
+}
+
 /// PyTorch's name of a dtype as printed in error messages ("Float", "Long", ...).
 pub fn torch_name(dtype: DType) -> &'static str {
     match dtype {

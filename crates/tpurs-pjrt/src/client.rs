@@ -509,6 +509,28 @@ impl Client {
         unsafe { LoadedExecutable::from_raw(self.inner.clone(), a.executable) }
     }
 
+    /// Loads an executable serialized by [`LoadedExecutable::serialize`] with the same
+    /// plugin build. Corrupt bytes can crash the plugin: callers must verify a checksum of
+    /// their own before calling this.
+    pub fn deserialize(&self, bytes: &[u8]) -> Result<LoadedExecutable> {
+        if bytes.is_empty() {
+            return Err(Error::InvalidArgument("empty serialized executable".into()));
+        }
+        let mut a = ffi::PJRT_Executable_DeserializeAndLoad_Args::new();
+        a.client = self.inner.raw;
+        a.serialized_executable = bytes.as_ptr() as *const c_char;
+        a.serialized_executable_size = bytes.len();
+        // SAFETY: the bytes outlive the call.
+        unsafe { pjrt_call!(self.inner.api, PJRT_Executable_DeserializeAndLoad, &mut a) }?;
+        if a.loaded_executable.is_null() {
+            return Err(Error::Internal(
+                "PJRT_Executable_DeserializeAndLoad returned NULL".into(),
+            ));
+        }
+        // SAFETY: fresh executable owned by us from now on.
+        unsafe { LoadedExecutable::from_raw(self.inner.clone(), a.loaded_executable) }
+    }
+
     fn validate_compile_options(&self, o: &CompileOptions) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if o.num_replicas < 1 || o.num_partitions < 1 {

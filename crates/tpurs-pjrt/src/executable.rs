@@ -99,6 +99,52 @@ impl LoadedExecutable {
         Ok(exe)
     }
 
+    /// The plugin's serialization of this executable (for the persistent compile cache;
+    /// valid only for the same plugin build and host).
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        let api = self.client.api;
+        let mut g = ffi::PJRT_LoadedExecutable_GetExecutable_Args::new();
+        g.loaded_executable = self.raw;
+        // SAFETY: `raw` is live; the view is destroyed by `ExecutableView`.
+        unsafe { pjrt_call!(api, PJRT_LoadedExecutable_GetExecutable, &mut g)? };
+        if g.executable.is_null() {
+            return Err(Error::Internal(
+                "PJRT_LoadedExecutable_GetExecutable returned NULL".into(),
+            ));
+        }
+        let view = ExecutableView {
+            api,
+            raw: g.executable,
+        };
+        let mut a = ffi::PJRT_Executable_Serialize_Args::new();
+        a.executable = view.raw;
+        // SAFETY: the view is live for the call.
+        unsafe { pjrt_call!(api, PJRT_Executable_Serialize, &mut a)? };
+        let bytes = if a.serialized_bytes.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: the plugin returned `serialized_bytes_size` bytes that live until the
+            // deleter runs below.
+            unsafe {
+                std::slice::from_raw_parts(a.serialized_bytes as *const u8, a.serialized_bytes_size)
+            }
+            .to_vec()
+        };
+        if let (Some(delete), false) = (
+            a.serialized_executable_deleter,
+            a.serialized_executable.is_null(),
+        ) {
+            // SAFETY: called once on the object the plugin handed us.
+            unsafe { delete(a.serialized_executable) };
+        }
+        if bytes.is_empty() {
+            return Err(Error::Internal(
+                "PJRT_Executable_Serialize returned no bytes".into(),
+            ));
+        }
+        Ok(bytes)
+    }
+
     /// Number of output buffers per launch.
     pub fn num_outputs(&self) -> usize {
         self.num_outputs

@@ -95,6 +95,8 @@ opaque!(
     PJRT_SendCallbackInfo,
     /// Opaque recv-callback info (unused).
     PJRT_RecvCallbackInfo,
+    /// Opaque owner of serialized executable bytes; freed by its deleter.
+    PJRT_SerializedExecutable,
 );
 
 // ---------------------------------- Enums ------------------------------------
@@ -425,6 +427,33 @@ pub struct PJRT_Executable_Destroy_Args {
     pub executable: *mut PJRT_Executable,
 }
 
+/// `PJRT_Executable_Serialize_Args`: `serialized_bytes` lives until
+/// `serialized_executable_deleter(serialized_executable)` is called.
+#[repr(C)]
+pub struct PJRT_Executable_Serialize_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub executable: *const PJRT_Executable,
+    pub serialized_bytes: *const c_char,
+    pub serialized_bytes_size: usize,
+    pub serialized_executable: *mut PJRT_SerializedExecutable,
+    pub serialized_executable_deleter: Option<unsafe extern "C" fn(*mut PJRT_SerializedExecutable)>,
+}
+
+/// `PJRT_Executable_DeserializeAndLoad_Args` (NULL overridden options: the serialized
+/// executable's own options apply).
+#[repr(C)]
+pub struct PJRT_Executable_DeserializeAndLoad_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub client: *mut PJRT_Client,
+    pub serialized_executable: *const c_char,
+    pub serialized_executable_size: usize,
+    pub loaded_executable: *mut PJRT_LoadedExecutable,
+    pub overridden_serialized_compile_options: *const c_char,
+    pub overridden_serialized_compile_options_size: usize,
+}
+
 /// `PJRT_Executable_NumOutputs_Args`.
 #[repr(C)]
 pub struct PJRT_Executable_NumOutputs_Args {
@@ -618,6 +647,8 @@ args!(
     PJRT_Device_MemoryStats_Args,
     PJRT_Executable_Destroy_Args,
     PJRT_Executable_NumOutputs_Args,
+    PJRT_Executable_Serialize_Args,
+    PJRT_Executable_DeserializeAndLoad_Args,
     PJRT_Executable_OutputElementTypes_Args,
     PJRT_Executable_OutputDimensions_Args,
     PJRT_LoadedExecutable_Destroy_Args,
@@ -696,6 +727,10 @@ fns! {
     PJRT_Executable_OutputElementTypes(PJRT_Executable_OutputElementTypes_Args) -> *mut PJRT_Error;
     /// Output dimensions.
     PJRT_Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args) -> *mut PJRT_Error;
+    /// Serializes an executable (plugin-specific bytes).
+    PJRT_Executable_Serialize(PJRT_Executable_Serialize_Args) -> *mut PJRT_Error;
+    /// Loads a serialized executable.
+    PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args) -> *mut PJRT_Error;
     /// Frees a loaded executable.
     PJRT_LoadedExecutable_Destroy(PJRT_LoadedExecutable_Destroy_Args) -> *mut PJRT_Error;
     /// Loaded -> unloaded executable view (caller frees it).
@@ -779,14 +814,14 @@ pub struct PJRT_Api {
     pub PJRT_Executable_GetCostAnalysis: Slot,
     pub PJRT_Executable_OutputMemoryKinds: Slot,
     pub PJRT_Executable_OptimizedProgram: Slot,
-    pub PJRT_Executable_Serialize: Slot,
+    pub PJRT_Executable_Serialize: Option<PJRT_Executable_Serialize>,
     pub PJRT_LoadedExecutable_Destroy: Option<PJRT_LoadedExecutable_Destroy>,
     pub PJRT_LoadedExecutable_GetExecutable: Option<PJRT_LoadedExecutable_GetExecutable>,
     pub PJRT_LoadedExecutable_AddressableDevices: Slot,
     pub PJRT_LoadedExecutable_Delete: Slot,
     pub PJRT_LoadedExecutable_IsDeleted: Slot,
     pub PJRT_LoadedExecutable_Execute: Option<PJRT_LoadedExecutable_Execute>,
-    pub PJRT_Executable_DeserializeAndLoad: Slot,
+    pub PJRT_Executable_DeserializeAndLoad: Option<PJRT_Executable_DeserializeAndLoad>,
     pub PJRT_LoadedExecutable_Fingerprint: Slot,
     pub PJRT_Buffer_Destroy: Option<PJRT_Buffer_Destroy>,
     pub PJRT_Buffer_ElementType: Option<PJRT_Buffer_ElementType>,

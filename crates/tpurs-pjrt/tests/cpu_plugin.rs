@@ -475,3 +475,16 @@ fn bench_execute() {
         t.elapsed().as_secs_f64() * 1e6 / N as f64
     );
 }
+
+#[test]
+fn serialized_executable_loads_and_gives_the_same_results() {
+    let bytes = add4().serialize().expect("serialize");
+    assert!(!bytes.is_empty());
+    let loaded = client().deserialize(&bytes).expect("deserialize");
+    let a = upload_f32(&[1.0, 2.0, 3.0, 4.0], &[4], 0);
+    let b = upload_f32(&[10.0, 20.0, 30.0, 40.0], &[4], 0);
+    let out = loaded.execute(&[&a, &b], 0).expect("execute");
+    assert_eq!(read_f32(&out[0]), vec![11.0, 22.0, 33.0, 44.0]);
+    assert!(client().deserialize(&[]).is_err());
+    assert!(client().deserialize(&bytes[..bytes.len() / 2]).is_err());
+}

@@ -97,6 +97,11 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("compile_cache_hits", m.cache_hits)?;
     d.set_item("compile_cache_misses", m.cache_misses)?;
     d.set_item("compile_seconds", m.compile_seconds)?;
+    d.set_item("tier2_hits", m.tier2_hits)?;
+    d.set_item("tier2_misses", m.tier2_misses)?;
+    d.set_item("tier3_hits", m.tier3_hits)?;
+    d.set_item("tier3_misses", m.tier3_misses)?;
+    d.set_item("cache_rejected", m.cache_rejected)?;
     d.set_item("bytes_to_device", m.bytes_to_device)?;
     d.set_item("bytes_to_host", m.bytes_to_host)?;
     d.set_item("bytes_device_to_device", m.bytes_device_to_device)?;

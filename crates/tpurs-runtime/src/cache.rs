@@ -1,4 +1,5 @@
-//! The first-tier compile cache, in memory. Two levels:
+//! The first-tier compile cache, in memory (tiers 2 and 3 on disk: `programs.rs`). Two
+//! levels:
 //! - op plans, keyed by the call's signature (op, argument kinds, dtypes, shapes, strides,
 //!   offsets, storage sizes, attribute values; not scalar values, which are run-time
 //!   parameters, nor the device: executables are compiled portable). A plan holds the
@@ -41,18 +42,22 @@ impl Plan {
     }
 }
 
-/// Compiles a module, counting compiles and compile time.
+/// The executable of a module: loaded from the on-disk tiers, or compiled (counting
+/// compiles and compile time) and stored there.
 pub fn compile(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
-    let start = Instant::now();
-    let exe = rt.client.compile(mlir, &CompileOptions::default());
-    bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
-    let exe = exe.inspect_err(|_| {
-        if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
-            eprintln!("{mlir}");
-        }
-    })?;
-    bump(&metrics().compiles, 1);
-    Ok(exe)
+    let options = CompileOptions::default();
+    rt.programs.get_or_compile(&rt.client, mlir, &options, || {
+        let start = Instant::now();
+        let exe = rt.client.compile(mlir, &options);
+        bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
+        let exe = exe.inspect_err(|_| {
+            if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
+                eprintln!("{mlir}");
+            }
+        })?;
+        bump(&metrics().compiles, 1);
+        Ok(exe)
+    })
 }
 
 type PlanCache = Mutex<FxHashMap<Box<[u64]>, Arc<Plan>>>;

@@ -12,6 +12,7 @@ pub mod ffi;
 mod graph;
 mod launch;
 mod metrics;
+mod programs;
 mod runtime;
 mod storage;
 mod transfer;

@@ -13,6 +13,11 @@ pub(crate) struct Metrics {
     pub cache_hits: AtomicU64,
     pub cache_misses: AtomicU64,
     pub compile_ns: AtomicU64,
+    pub tier2_hits: AtomicU64,
+    pub tier2_misses: AtomicU64,
+    pub tier3_hits: AtomicU64,
+    pub tier3_misses: AtomicU64,
+    pub cache_rejected: AtomicU64,
     pub h2d_bytes: AtomicU64,
     pub d2h_bytes: AtomicU64,
     pub d2d_bytes: AtomicU64,
@@ -54,6 +59,16 @@ pub struct MetricsSnapshot {
     pub cache_misses: u64,
     /// Seconds spent compiling.
     pub compile_seconds: f64,
+    /// Programs loaded from the node-shared cache directory (tier 2).
+    pub tier2_hits: u64,
+    /// Programs the node-shared cache directory did not have.
+    pub tier2_misses: u64,
+    /// Programs loaded from the persistent cache directory (tier 3).
+    pub tier3_hits: u64,
+    /// Programs the persistent cache directory did not have.
+    pub tier3_misses: u64,
+    /// Cache entries rejected as corrupt or unloadable (then recompiled).
+    pub cache_rejected: u64,
     /// Bytes copied host to device.
     pub bytes_to_device: u64,
     /// Bytes copied device to host.
@@ -76,6 +91,11 @@ pub fn metrics_snapshot() -> MetricsSnapshot {
         cache_hits: m.cache_hits.load(Relaxed),
         cache_misses: m.cache_misses.load(Relaxed),
         compile_seconds: m.compile_ns.load(Relaxed) as f64 * 1e-9,
+        tier2_hits: m.tier2_hits.load(Relaxed),
+        tier2_misses: m.tier2_misses.load(Relaxed),
+        tier3_hits: m.tier3_hits.load(Relaxed),
+        tier3_misses: m.tier3_misses.load(Relaxed),
+        cache_rejected: m.cache_rejected.load(Relaxed),
         bytes_to_device: m.h2d_bytes.load(Relaxed),
         bytes_to_host: m.d2h_bytes.load(Relaxed),
         bytes_device_to_device: m.d2d_bytes.load(Relaxed),
@@ -94,6 +114,11 @@ pub fn reset_metrics() {
         &m.cache_hits,
         &m.cache_misses,
         &m.compile_ns,
+        &m.tier2_hits,
+        &m.tier2_misses,
+        &m.tier3_hits,
+        &m.tier3_misses,
+        &m.cache_rejected,
         &m.h2d_bytes,
         &m.d2h_bytes,
         &m.d2d_bytes,

@@ -9,6 +9,7 @@ use tpurs_pjrt::{Buffer, Client, NamedValue};
 
 use crate::defer::Batch;
 use crate::error::{invalid, ErrorKind, Result};
+use crate::programs::ProgramStore;
 
 /// How ops are launched (TorchTPU's `EagerMode` names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +64,8 @@ pub struct Runtime {
     pub(crate) last_output: Vec<Mutex<Option<Arc<Buffer>>>>,
     pub(crate) scalars: Mutex<FxHashMap<(i32, u64, usize), Arc<Buffer>>>,
     batches: Vec<Mutex<Batch>>,
+    /// Compile cache tiers 2 and 3.
+    pub(crate) programs: ProgramStore,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -92,12 +95,13 @@ pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runt
     let client = Client::load(Path::new(plugin_path), &options)?;
     let n = client.device_count();
     let rt = Runtime {
-        client,
         plugin_path: plugin_path.to_string(),
         rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
         last_output: (0..n).map(|_| Mutex::new(None)).collect(),
         scalars: Mutex::new(FxHashMap::default()),
         batches: (0..n).map(|_| Mutex::new(Batch::default())).collect(),
+        programs: ProgramStore::from_env(&client, plugin_path),
+        client,
     };
     Ok(RUNTIME.get_or_init(|| rt))
 }

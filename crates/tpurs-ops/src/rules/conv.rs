@@ -7,33 +7,9 @@ use tpurs_hlo::{Builder, CompareDir, ConvDims, DType, Literal, ScatterDims, Tens
 
 use super::one;
 use crate::ctx::{Ctx, Out};
+use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
 use crate::table::Registry;
-
-/// The type a computation on `d` runs in: f32 for half types (PyTorch's opmath), else `d`.
-fn compute_type(d: DType) -> DType {
-    match d {
-        DType::BF16 | DType::F16 => DType::F32,
-        d => d,
-    }
-}
-
-/// PyTorch's name of a dtype in "not implemented for 'Long'" messages.
-fn torch_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        _ => "unsupported",
-    }
-}
 
 /// CPU PyTorch's `NotImplementedError` for a kernel without this dtype.
 fn not_for(kernel: &str, d: DType) -> Error {
@@ -242,7 +218,7 @@ fn convolution(ctx: &mut Ctx) -> Result<Vec<Out>> {
             xt.shape
         )));
     }
-    let ct = compute_type(dt);
+    let ct = opmath(dt);
     let x = ctx.tensor(0)?;
     let w = ctx.tensor(1)?;
     let bias = ctx.opt_tensor(2)?;
@@ -285,7 +261,7 @@ fn convolution_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(1)?;
     let w = ctx.tensor(2)?;
     let b = &mut ctx.b;
-    let ct = compute_type(x.dtype());
+    let ct = opmath(x.dtype());
     let (gyc, xc, wc) = (b.convert(&gy, ct), b.convert(&x, ct), b.convert(&w, ct));
     let k = w.shape()[2..].to_vec();
     let gi = if mask.first().copied().unwrap_or(false) {
@@ -538,7 +514,7 @@ fn max_pool2d_with_indices_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let shape = ctx.ty(1)?.shape;
     let idx = ctx.tensor(7)?;
     let b = &mut ctx.b;
-    let ct = compute_type(gy.dtype());
+    let ct = opmath(gy.dtype());
     let r = shape.len();
     let plane = shape[r - 1] * shape[r - 2];
     let planes: i64 = shape[..r - 2].iter().product();
@@ -622,9 +598,9 @@ fn avg_flags(ctx: &Ctx, at: usize) -> Result<(bool, Option<i64>)> {
 }
 
 /// The compute type of an average pool of `d` (floats and int64 only, like CPU PyTorch).
-fn avg_compute_type(d: DType, kernel: &str) -> Result<DType> {
+fn avg_opmath(d: DType, kernel: &str) -> Result<DType> {
     if d.is_float() || d == DType::I64 {
-        Ok(compute_type(d))
+        Ok(opmath(d))
     } else {
         Err(not_for(kernel, d))
     }
@@ -636,7 +612,7 @@ fn avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let pool = Pool::read(ctx, 1, None, 4)?;
     let (include_pad, divisor) = avg_flags(ctx, 4)?;
     let x0 = ctx.tensor(0)?;
-    let ct = avg_compute_type(x0.dtype(), "avg_pool2d")?;
+    let ct = avg_opmath(x0.dtype(), "avg_pool2d")?;
     let b = &mut ctx.b;
     let x = as_4d(b, &x0, "avg_pool2d")?;
     let x = b.convert(&x, ct);
@@ -677,7 +653,7 @@ fn avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (include_pad, divisor) = avg_flags(ctx, 5)?;
     let shape = ctx.ty(1)?.shape;
     let gy0 = ctx.tensor(0)?;
-    let ct = avg_compute_type(gy0.dtype(), "avg_pool2d_backward")?;
+    let ct = avg_opmath(gy0.dtype(), "avg_pool2d_backward")?;
     let b = &mut ctx.b;
     let gy = as_4d(b, &gy0, "avg_pool2d_backward")?;
     let gy = b.convert(&gy, ct);
@@ -751,9 +727,9 @@ fn bin_areas(b: &mut Builder, ch: &Value, cw: &Value) -> Result<Value> {
 }
 
 /// The compute type of an adaptive average pool of `d` (floats only, like CPU PyTorch).
-fn adaptive_compute_type(d: DType, kernel: &str) -> Result<DType> {
+fn adaptive_opmath(d: DType, kernel: &str) -> Result<DType> {
     if d.is_float() {
-        Ok(compute_type(d))
+        Ok(opmath(d))
     } else {
         Err(not_for(kernel, d))
     }
@@ -770,7 +746,7 @@ fn adaptive_avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
             x.shape()
         )));
     }
-    let ct = adaptive_compute_type(x.dtype(), "adaptive_avg_pool2d")?;
+    let ct = adaptive_opmath(x.dtype(), "adaptive_avg_pool2d")?;
     let b = &mut ctx.b;
     let xc = b.convert(&x, ct);
     let (h, w) = (x.shape()[r - 2], x.shape()[r - 1]);
@@ -789,7 +765,7 @@ fn adaptive_avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn adaptive_avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let shape = ctx.ty(1)?.shape;
     let gy = ctx.tensor(0)?;
-    let ct = adaptive_compute_type(gy.dtype(), "adaptive_avg_pool2d_backward")?;
+    let ct = adaptive_opmath(gy.dtype(), "adaptive_avg_pool2d_backward")?;
     let b = &mut ctx.b;
     let r = shape.len();
     let g = b.convert(&gy, ct);
@@ -871,7 +847,7 @@ fn bn_forward(ctx: &mut Ctx, a: &BnArgs) -> Result<BnOut> {
         .iter()
         .find_map(|v| v.as_ref().map(|v| v.dtype()))
         .unwrap_or(x.dtype());
-    let ct = compute_type(x.dtype()).max_float(compute_type(stat_dtype));
+    let ct = opmath(x.dtype()).max_float(opmath(stat_dtype));
     let b = &mut ctx.b;
     let shape = x.shape().to_vec();
     let dims = non_channel_dims(x.rank());
@@ -1078,7 +1054,7 @@ fn native_batch_norm_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     };
     let pdt = w.as_ref().map_or(x.dtype(), |w| w.dtype());
-    let ct = compute_type(x.dtype()).max_float(compute_type(pdt));
+    let ct = opmath(x.dtype()).max_float(opmath(pdt));
     let b = &mut ctx.b;
     let shape = x.shape().to_vec();
     let dims = non_channel_dims(x.rank());

@@ -29,8 +29,9 @@ macro_rules! binary_variants {
     };
 }
 
-/// Expands a comparison into its Tensor / Scalar overloads.
-macro_rules! compare_variants {
+/// Expands ops whose Tensor `out=` overload is `Tensor_out` (comparisons, `remainder`,
+/// `fmod`, bitwise ops) into their Tensor / Scalar overloads.
+macro_rules! tensor_out_variants {
     ($name:literal) => {
         &[
             concat!($name, ".Tensor"),
@@ -447,10 +448,10 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         |ctx| binary(ctx, floor_div_of),
     );
-    reg.ops(binary_variants!("remainder"), |ctx| {
+    reg.ops(tensor_out_variants!("remainder"), |ctx| {
         binary(ctx, remainder_of)
     });
-    reg.ops(binary_variants!("fmod"), |ctx| {
+    reg.ops(tensor_out_variants!("fmod"), |ctx| {
         binary(ctx, |b, x, y| Ok(b.rem(x, y)?))
     });
     reg.ops(
@@ -475,25 +476,25 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["atan2", "atan2_", "atan2.out"], |ctx| {
         float_binary(ctx, |b, x, y| Ok(b.atan2(x, y)?))
     });
-    reg.ops(binary_variants!("bitwise_and"), |ctx| {
+    reg.ops(tensor_out_variants!("bitwise_and"), |ctx| {
         binary(ctx, |b, x, y| Ok(b.and(x, y)?))
     });
-    reg.ops(binary_variants!("bitwise_or"), |ctx| {
+    reg.ops(tensor_out_variants!("bitwise_or"), |ctx| {
         binary(ctx, |b, x, y| Ok(b.or(x, y)?))
     });
-    reg.ops(binary_variants!("bitwise_xor"), |ctx| {
+    reg.ops(tensor_out_variants!("bitwise_xor"), |ctx| {
         binary(ctx, |b, x, y| Ok(b.xor(x, y)?))
     });
     reg.ops(variants!("logical_and"), |ctx| logical(ctx, Builder::and));
     reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
     reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));
 
-    reg.ops(compare_variants!("eq"), eq);
-    reg.ops(compare_variants!("ne"), ne);
-    reg.ops(compare_variants!("lt"), lt);
-    reg.ops(compare_variants!("le"), le);
-    reg.ops(compare_variants!("gt"), gt);
-    reg.ops(compare_variants!("ge"), ge);
+    reg.ops(tensor_out_variants!("eq"), eq);
+    reg.ops(tensor_out_variants!("ne"), ne);
+    reg.ops(tensor_out_variants!("lt"), lt);
+    reg.ops(tensor_out_variants!("le"), le);
+    reg.ops(tensor_out_variants!("gt"), gt);
+    reg.ops(tensor_out_variants!("ge"), ge);
 
     reg.ops(&["where.self", "where.self_out"], where_self);
     reg.ops(

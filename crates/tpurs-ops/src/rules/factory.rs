@@ -8,17 +8,9 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::{broadcast_all, common_dtype, one};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::torch_name;
+use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
-
-/// The type PyTorch computes `dtype` arithmetic in: f32 for half types, else `dtype`.
-pub(crate) fn opmath(dtype: DType) -> DType {
-    match dtype {
-        DType::F16 | DType::BF16 => DType::F32,
-        d => d,
-    }
-}
 
 /// A `NotImplementedError` worded like PyTorch's dispatch error.
 fn not_for(kernel: &str, dtype: DType) -> Error {

@@ -6,9 +6,10 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::factory::{addc_check, addc_of, lerp_of, opmath};
+use super::factory::{addc_check, addc_of, lerp_of};
 use super::{broadcast_all, float_dtype};
 use crate::ctx::{Ctx, Out};
+use crate::dtype::opmath;
 use crate::dtype::{result_type, torch_name, Participation};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
@@ -396,7 +397,7 @@ fn names(base: &str, overloads: &[&str]) -> Vec<&'static str> {
 pub(crate) fn register(reg: &mut Registry) {
     const ALL: &[&str] = &["Scalar", "List", "ScalarList", "Tensor"];
     const THREE: &[&str] = &["Scalar", "List", "ScalarList"];
-    // add / sub: `.List` and `.Tensor` carry alpha (argument 2).
+    // add / sub: `.List` (and add's `.Tensor`) carry alpha (argument 2).
     reg.ops(&names("add", &["Scalar", "ScalarList"]), |c| {
         foreach(c, &[0, 1], &[], false, add_k)
     });
@@ -406,7 +407,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&names("sub", &["Scalar", "ScalarList"]), |c| {
         foreach(c, &[0, 1], &[], false, sub_k)
     });
-    reg.ops(&names("sub", &["List", "Tensor"]), |c| {
+    reg.ops(&names("sub", &["List"]), |c| {
         foreach(c, &[0, 1], &[2], false, sub_k)
     });
     reg.ops(&names("mul", ALL), |c| {

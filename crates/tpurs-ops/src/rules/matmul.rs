@@ -4,9 +4,9 @@
 
 use tpurs_hlo::{CompareDir, DType, Literal, Value};
 
-use super::nn::torch_name;
 use super::one;
 use crate::ctx::{Ctx, Out};
+use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
@@ -57,9 +57,10 @@ pub(crate) fn dot(
     contract: (&[i64], &[i64]),
 ) -> Result<Value> {
     let dtype = lhs.dtype();
-    if matches!(dtype, DType::BF16 | DType::F16) {
-        let l = ctx.b.convert(lhs, DType::F32);
-        let r = ctx.b.convert(rhs, DType::F32);
+    let wide = opmath(dtype);
+    if wide != dtype {
+        let l = ctx.b.convert(lhs, wide);
+        let r = ctx.b.convert(rhs, wide);
         let p = ctx.b.dot_general(&l, &r, batch, contract)?;
         return Ok(ctx.b.convert(&p, dtype));
     }

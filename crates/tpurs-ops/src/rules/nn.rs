@@ -7,40 +7,15 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Va
 
 use super::{common_dtype, full, one};
 use crate::ctx::{Ctx, Out};
+use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 use super::elementwise::erf_of;
 
-/// PyTorch's `ScalarType` name of a dtype (for error messages).
-pub(crate) fn torch_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        DType::BF16 => "BFloat16",
-        DType::F16 => "Half",
-        DType::I64 => "Long",
-        DType::I32 => "Int",
-        DType::I16 => "Short",
-        DType::I8 => "Char",
-        DType::U8 => "Byte",
-        DType::Bool => "Bool",
-        _ => "Unknown",
-    }
-}
-
-/// The type computations run in: f32 for bf16/f16, the dtype itself otherwise.
-fn compute_dtype(d: DType) -> DType {
-    if matches!(d, DType::BF16 | DType::F16) {
-        DType::F32
-    } else {
-        d
-    }
-}
-
 /// Converts `x` to its compute dtype.
 fn widen(b: &mut Builder, x: &Value) -> Value {
-    b.convert(x, compute_dtype(x.dtype()))
+    b.convert(x, opmath(x.dtype()))
 }
 
 /// Sum of `x` over `dims`, keeping them as size-1 dimensions when `keep`.
@@ -343,7 +318,7 @@ fn silu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn grad_pair(ctx: &mut Ctx) -> Result<(DType, Value, Value)> {
     let d = common_dtype(ctx, &[0, 1])?;
     let shape = super::broadcast_shapes(&ctx.ty(0)?.shape, &ctx.ty(1)?.shape)?;
-    let w = compute_dtype(d);
+    let w = opmath(d);
     let g = ctx.tensor(0)?;
     let y = ctx.tensor(1)?;
     let g = ctx.b.convert(&g, w);
@@ -662,7 +637,7 @@ fn nll_loss_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let xty = ctx.ty(1)?;
     let reduction = ctx.int(4)?;
     let ignore = ctx.int(5)?;
-    let w = compute_dtype(xty.dtype);
+    let w = opmath(xty.dtype);
     let (onehot, wi) = nll_weights(ctx, 2, 3, ignore, m, c, w)?;
     let g = ctx.tensor(0)?;
     let tw = ctx.tensor(6)?;
@@ -706,7 +681,7 @@ fn nll_loss_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn mse_operands(ctx: &mut Ctx, x: usize, t: usize) -> Result<(DType, Value, Value)> {
     let d = common_dtype(ctx, &[x, t])?;
     let shape = super::broadcast_shapes(&ctx.ty(x)?.shape, &ctx.ty(t)?.shape)?;
-    let w = compute_dtype(d);
+    let w = opmath(d);
     let a = ctx.tensor(x)?;
     let bv = ctx.tensor(t)?;
     let a = ctx.b.convert(&a, w);

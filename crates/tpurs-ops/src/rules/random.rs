@@ -5,9 +5,9 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
-use super::factory::opmath;
 use super::{broadcast_all, broadcast_shapes, one};
 use crate::ctx::{Ctx, Out};
+use crate::dtype::opmath;
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;

@@ -7,7 +7,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{float_dtype, one, wrap_dim};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::torch_name;
+use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
 use crate::table::Registry;
 
@@ -56,15 +56,6 @@ fn and_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
 /// `x || y` as a reduction body.
 fn or_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     b.or(x, y).expect("reduction operands share a type")
-}
-
-/// The type a reduction accumulates in: f32 for half types, else the type itself.
-fn acc_dtype(d: DType) -> DType {
-    if matches!(d, DType::F16 | DType::BF16) {
-        DType::F32
-    } else {
-        d
-    }
 }
 
 /// The smallest value of `d` (the identity of `max`).
@@ -202,7 +193,7 @@ fn accumulate(
     let acc = if dtype == DType::Bool {
         DType::I64
     } else {
-        acc_dtype(dtype)
+        opmath(dtype)
     };
     let x = b.convert(x, dtype);
     let x = b.convert(&x, acc);
@@ -267,7 +258,7 @@ fn mean(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Mean of `x` over `dims`, computed in the accumulation type of `dtype`, giving `dtype`.
 fn mean_of(b: &mut Builder, x: &Value, dims: &[i64], keepdim: bool, dtype: DType) -> Result<Value> {
-    let acc = acc_dtype(dtype);
+    let acc = opmath(dtype);
     let x = b.convert(x, dtype);
     let x = b.convert(&x, acc);
     let s = reduce(b, &x, dims, Literal::Int(0), add_c, keepdim)?;
@@ -433,7 +424,7 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let dims = reduce_dims(&ctx.int_list(1)?, ty.rank())?;
     let keepdim = ctx.bool_or(3, false)?;
-    let acc = acc_dtype(ty.dtype);
+    let acc = opmath(ty.dtype);
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let xa = b.convert(&x, acc);
@@ -479,7 +470,7 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let keepdim = ctx.bool_or(2, false)?;
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
-    let x = b.convert(&x, acc_dtype(dtype));
+    let x = b.convert(&x, opmath(dtype));
     let m = extreme(b, &x, &dims, true, true)?;
     let inf = b.full_like(&m, Literal::Float(f64::INFINITY));
     let zero = b.full_like(&m, Literal::Int(0));
@@ -535,7 +526,7 @@ fn cumulative(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let acc = if dtype == DType::Bool {
         DType::I64
     } else {
-        acc_dtype(dtype)
+        opmath(dtype)
     };
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
@@ -616,7 +607,7 @@ fn softmax_types(ctx: &Ctx) -> Result<(DType, DType)> {
     } else {
         d
     };
-    Ok((acc_dtype(d), out))
+    Ok((opmath(d), out))
 }
 
 /// `_softmax` / `_log_softmax` and `out=`: shifted by the max along `dim` for stability.
@@ -655,7 +646,7 @@ fn softmax_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
             ctx.name
         )));
     };
-    let acc = acc_dtype(ty.dtype);
+    let acc = opmath(ty.dtype);
     let g = ctx.tensor(0)?;
     let y = ctx.tensor(1)?;
     let b = &mut ctx.b;
@@ -700,7 +691,7 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
             if ord < 0.0 { "-" } else { "" }
         )));
     }
-    let acc = acc_dtype(dtype);
+    let acc = opmath(dtype);
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let x = b.convert(&x, dtype);

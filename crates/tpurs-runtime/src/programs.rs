@@ -1,0 +1,271 @@
+//! Compile cache tiers 2 and 3 (TorchTPU's names): compiled programs serialized to disk so
+//! that a new process starts warm. Tier 2 is a directory shared by the processes of one
+//! node (`TORCH_TPU_TIER2_COMPILATION_CACHE`, e.g. under `/dev/shm`; off unless set); tier 3
+//! a persistent directory (`TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT`, default
+//! `~/.cache/tpurs/programs`; set it to an empty string to turn it off).
+//!
+//! Layout: `<root>/<binary fingerprint>/<key>.bin`. The key hashes the program text and
+//! the compile options; the fingerprint hashes tpurs' version, the plugin's identity
+//! (platform, version, API version, file size and time) and the host's CPU features, so an
+//! upgrade or another machine never loads a stale program. Corrupt serialized programs
+//! can crash the plugin or compute wrong numbers, so every entry carries a SHA-256 of its
+//! bytes, checked before the plugin sees them; a corrupt or truncated entry is recompiled
+//! (one warning) and rewritten. Writes go to a temporary file renamed into place, and a
+//! lock file per key makes a second process wait for the first one's compile instead of
+//! compiling the same program again.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+use sha2::{Digest, Sha256};
+use tpurs_pjrt::{Client, CompileOptions, LoadedExecutable};
+
+use crate::error::Result;
+use crate::metrics::{bump, metrics};
+
+const MAGIC: &[u8; 8] = b"TPURSX1\n";
+const HEADER: usize = MAGIC.len() + 32 + 8;
+
+/// One cache directory.
+struct Tier {
+    /// 2 or 3.
+    level: u8,
+    dir: PathBuf,
+}
+
+/// The on-disk tiers of the compile cache.
+pub(crate) struct ProgramStore {
+    tiers: Vec<Tier>,
+}
+
+/// What a tier holds for a key.
+enum Lookup {
+    Hit(LoadedExecutable),
+    Miss,
+}
+
+impl ProgramStore {
+    /// The tiers the environment asks for, under `client`'s fingerprint.
+    pub fn from_env(client: &Client, plugin_path: &str) -> ProgramStore {
+        let fingerprint = fingerprint(client, plugin_path);
+        let mut tiers = Vec::new();
+        if let Some(dir) = std::env::var_os("TORCH_TPU_TIER2_COMPILATION_CACHE") {
+            if !dir.is_empty() {
+                tiers.push(Tier {
+                    level: 2,
+                    dir: PathBuf::from(dir).join(&fingerprint),
+                });
+            }
+        }
+        let tier3 = match std::env::var_os("TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT") {
+            Some(dir) if dir.is_empty() => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => default_root(),
+        };
+        if let Some(dir) = tier3 {
+            tiers.push(Tier {
+                level: 3,
+                dir: dir.join(&fingerprint),
+            });
+        }
+        ProgramStore { tiers }
+    }
+
+    /// The executable of `mlir` from the first tier that has it, or from `compile` (then
+    /// stored in every tier).
+    pub fn get_or_compile(
+        &self,
+        client: &Client,
+        mlir: &str,
+        options: &CompileOptions,
+        compile: impl FnOnce() -> Result<LoadedExecutable>,
+    ) -> Result<LoadedExecutable> {
+        if self.tiers.is_empty() {
+            return compile();
+        }
+        let key = hex(&Sha256::new()
+            .chain_update(mlir.as_bytes())
+            .chain_update(options.encode())
+            .finalize());
+        if let Some(exe) = self.load(client, &key, false) {
+            return Ok(exe);
+        }
+        // One process compiles a program at a time; the others wait and then load it.
+        let _lock = self.tiers[0].lock(&key);
+        if let Some(exe) = self.load(client, &key, true) {
+            return Ok(exe);
+        }
+        let exe = compile()?;
+        if let Ok(bytes) = exe.serialize() {
+            for tier in &self.tiers {
+                tier.store(&key, &bytes);
+            }
+        }
+        Ok(exe)
+    }
+
+    /// Looks `key` up tier by tier, copying a hit into the faster tiers that missed.
+    /// `recheck` is the second look after taking the lock (not counted again as a miss).
+    fn load(&self, client: &Client, key: &str, recheck: bool) -> Option<LoadedExecutable> {
+        for (i, tier) in self.tiers.iter().enumerate() {
+            match tier.load(client, key) {
+                Lookup::Hit(exe) => {
+                    bump(tier.hits(), 1);
+                    if let Ok(bytes) = read_entry(&tier.path(key)) {
+                        self.tiers[..i].iter().for_each(|t| t.store(key, &bytes));
+                    }
+                    return Some(exe);
+                }
+                Lookup::Miss if !recheck => bump(tier.misses(), 1),
+                Lookup::Miss => {}
+            }
+        }
+        None
+    }
+}
+
+impl Tier {
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.bin"))
+    }
+
+    fn hits(&self) -> &'static AtomicU64 {
+        let m = metrics();
+        if self.level == 2 {
+            &m.tier2_hits
+        } else {
+            &m.tier3_hits
+        }
+    }
+
+    fn misses(&self) -> &'static AtomicU64 {
+        let m = metrics();
+        if self.level == 2 {
+            &m.tier2_misses
+        } else {
+            &m.tier3_misses
+        }
+    }
+
+    fn load(&self, client: &Client, key: &str) -> Lookup {
+        let path = self.path(key);
+        if !path.exists() {
+            return Lookup::Miss;
+        }
+        let bytes = match read_entry(&path) {
+            Ok(b) => b,
+            Err(why) => {
+                reject(&path, &why);
+                return Lookup::Miss;
+            }
+        };
+        match client.deserialize(&bytes) {
+            Ok(exe) => Lookup::Hit(exe),
+            Err(e) => {
+                reject(&path, &e.to_string());
+                Lookup::Miss
+            }
+        }
+    }
+
+    /// Writes an entry atomically (best effort: a cache that cannot be written is skipped).
+    fn store(&self, key: &str, bytes: &[u8]) {
+        if fs::create_dir_all(&self.dir).is_err() {
+            return;
+        }
+        let tmp = self.dir.join(format!(
+            ".{key}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let digest = Sha256::digest(bytes);
+        let written = File::create(&tmp).and_then(|mut f| {
+            f.write_all(MAGIC)?;
+            f.write_all(&digest)?;
+            f.write_all(&(bytes.len() as u64).to_le_bytes())?;
+            f.write_all(bytes)
+        });
+        if written.is_err() || fs::rename(&tmp, self.path(key)).is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+
+    /// An exclusive lock on `key` held until the returned file is dropped.
+    fn lock(&self, key: &str) -> Option<File> {
+        fs::create_dir_all(&self.dir).ok()?;
+        let f = File::create(self.dir.join(format!("{key}.lock"))).ok()?;
+        f.lock().ok()?;
+        Some(f)
+    }
+}
+
+/// The verified payload of an entry.
+fn read_entry(path: &Path) -> std::result::Result<Vec<u8>, String> {
+    let data = fs::read(path).map_err(|e| e.to_string())?;
+    if data.len() < HEADER || &data[..MAGIC.len()] != MAGIC {
+        return Err("not a tpurs cache entry".into());
+    }
+    let digest = &data[MAGIC.len()..MAGIC.len() + 32];
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&data[MAGIC.len() + 32..HEADER]);
+    let payload = &data[HEADER..];
+    if u64::from_le_bytes(len) != payload.len() as u64 {
+        return Err("truncated".into());
+    }
+    if Sha256::digest(payload).as_slice() != digest {
+        return Err("checksum mismatch".into());
+    }
+    Ok(payload.to_vec())
+}
+
+fn reject(path: &Path, why: &str) {
+    bump(&metrics().cache_rejected, 1);
+    eprintln!(
+        "tpurs: compile cache entry {} is unusable ({why}); recompiling it",
+        path.display()
+    );
+    let _ = fs::remove_file(path);
+}
+
+fn default_root() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("tpurs").join("programs"))
+}
+
+/// What must match for a serialized program to be loadable here.
+fn fingerprint(client: &Client, plugin_path: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION"));
+    h.update(client.platform_name());
+    h.update(client.platform_version());
+    h.update(format!("{:?}", client.api_version()));
+    h.update(plugin_path);
+    if let Ok(meta) = fs::metadata(plugin_path) {
+        h.update(meta.len().to_le_bytes());
+        if let Ok(t) = meta.modified() {
+            h.update(format!("{t:?}"));
+        }
+    }
+    h.update(cpu_features());
+    hex(&h.finalize())[..16].to_string()
+}
+
+/// The host CPU's feature flags (XLA compiles for the host it runs on).
+fn cpu_features() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("flags") || l.starts_with("Features"))
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -267,3 +267,28 @@ def test_recompiles_warn_naming_the_changing_input(monkeypatch):
         with pytest.warns(UserWarning, match=r"compiled a function 3 times.*\(2,\) -> \(3,\)"):
             out = f(torch.ones(3, device="tpu"))
     assert out.item() == 3.0
+
+
+def test_shapes_are_static_by_default():
+    f = torch.compile(lambda x: (x * x).sum(-1))
+    before = graph_compiles()
+    with no_fallback():
+        for n in (2, 3, 4):
+            x = torch.randn(n, 8)
+            close(f(x.to("tpu")), (x * x).sum(-1))
+    assert graph_compiles() - before == 3
+
+
+def test_ops_with_out_or_inplace_rules_and_decompositions():
+    # index.Tensor runs through the index.Tensor_out rule, index_put through
+    # _index_put_impl_, embedding through its decomposition.
+    def f(x, idx, table, tokens):
+        y = x[idx] * 2
+        z = x.index_put((idx,), torch.ones(idx.shape[0], x.shape[1], device=x.device))
+        return y, z, F.embedding(tokens, table).sum(1)
+
+    args = (torch.randn(6, 4), torch.tensor([0, 2, 5]), torch.randn(10, 3), torch.tensor([[1, 2], [3, 9]]))
+    with no_fallback():
+        out = torch.compile(f)(*[a.to("tpu") for a in args])
+    for a, e in zip(out, f(*args)):
+        close(a, e)

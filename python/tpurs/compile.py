@@ -68,18 +68,76 @@ def graphs_on_tpu(example_inputs: list[Any]) -> bool:
     return any(isinstance(t, torch.Tensor) and t.device.type == "tpu" for t in example_inputs)
 
 
-def _op_name(target: Any) -> str:
-    """The table name of an ATen overload (`add.Tensor`, `mm`)."""
-    if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
-        raise Unsupported(f"{target} is not an ATen op")
-    name = target._schema.name.split("::", 1)[1]
-    overload = target._overloadname
-    full = name if overload == "default" else f"{name}.{overload}"
-    if full not in _rule_names():
-        raise Unsupported(f"no lowering rule for aten.{full}")
-    if target._schema.is_mutable:
-        raise Unsupported(f"aten.{full} mutates its arguments")
-    return full
+def _table_name(name: str, overload: str) -> str:
+    return name if overload == "default" else f"{name}.{overload}"
+
+
+class _Call:
+    """How a functional ATen node runs: the table entry, the schema its arguments follow,
+    and the arguments it writes when the entry is an `out=` or in-place variant."""
+
+    def __init__(self, target: Any):
+        if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
+            raise Unsupported(f"{target} is not an ATen op")
+        schema = target._schema
+        name = schema.name.split("::", 1)[1]
+        full = _table_name(name, target._overloadname)
+        if schema.is_mutable:
+            raise Unsupported(f"aten.{full} mutates its arguments")
+        self.writes: list[tuple[int, int, bool]] = []
+        self.functional_args = [a.name for a in schema.arguments]
+        if full in _rule_names():
+            self.name, self.schema = full, schema
+        elif not self._out_variant(target, name) and not self._inplace_variant(target, name):
+            raise Unsupported(f"no lowering rule for aten.{full}")
+
+    def _out_variant(self, target: Any, name: str) -> bool:
+        packet = target.overloadpacket
+        for overload in packet.overloads():
+            full = _table_name(name, overload)
+            if full not in _rule_names():
+                continue
+            schema = getattr(packet, overload)._schema
+            outs = [i for i, a in enumerate(schema.arguments) if a.is_out]
+            rest = [a.name for a in schema.arguments if not a.is_out]
+            if outs and len(outs) == len(target._schema.returns) and rest == self.functional_args:
+                self.name, self.schema = full, schema
+                self.writes = [(i, -1, True) for i in outs]
+                return True
+        return False
+
+    def _inplace_variant(self, target: Any, name: str) -> bool:
+        packet = getattr(torch.ops.aten, name + "_", None)
+        overload = target._overloadname
+        if packet is None or overload not in packet.overloads():
+            return False
+        full = _table_name(name + "_", overload)
+        schema = getattr(packet, overload)._schema
+        if full not in _rule_names() or [a.name for a in schema.arguments] != self.functional_args:
+            return False
+        self.name, self.schema = full, schema
+        self.writes = [(0, -1, False)]
+        return True
+
+    def args(self, node: torch.fx.Node, env: dict) -> list:
+        """The node's arguments in the entry's schema order, defaults filled in, `out=`
+        arguments as placeholders for the node's results."""
+        given = dict(zip(self.functional_args, node.args))
+        given.update(node.kwargs)
+        out, k = [], 0
+        for a in self.schema.arguments:
+            if a.is_out:
+                out.append(("o", k))
+                k += 1
+                continue
+            if a.name in given:
+                v = given[a.name]
+            elif a.has_default_value():
+                v = a.default_value
+            else:
+                v = None
+            out.append(_encode(v, _kind(a.type), env))
+        return out
 
 
 def _kind(ty: Any) -> Any:
@@ -144,23 +202,6 @@ def _encode(v: Any, kind: Any, env: dict) -> Any:
     raise Unsupported(f"argument {v!r} of kind {kind}")
 
 
-def _node_args(node: torch.fx.Node, env: dict) -> list:
-    """The node's arguments in schema order, defaults filled in, encoded."""
-    schema = node.target._schema
-    out = []
-    for i, a in enumerate(schema.arguments):
-        if i < len(node.args):
-            v = node.args[i]
-        elif a.name in node.kwargs:
-            v = node.kwargs[a.name]
-        elif a.has_default_value():
-            v = a.default_value
-        else:
-            v = None
-        out.append(_encode(v, _kind(a.type), env))
-    return out
-
-
 def _tensor_type(t: Any) -> tuple[int, list[int]]:
     if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPE_CODES:
         raise Unsupported(f"graph input {type(t).__name__} is not a supported tensor")
@@ -186,17 +227,19 @@ class _Described:
         for node in gm.graph.nodes:
             if node.op == "get_attr":
                 self._add_input(node, getattr(gm, node.target), ("const", getattr(gm, node.target)), env)
-        self.nodes: list[tuple[str, list, int]] = []
+        self.nodes: list[tuple] = []
         count = len(self.inputs)
         output = None
         for node in gm.graph.nodes:
             if node.op == "call_function" and node.target is operator.getitem:
                 env[node] = env[node.args[0]][node.args[1]]
             elif node.op == "call_function":
-                name = _op_name(node.target)
+                call = _Call(node.target)
                 val = node.meta.get("val")
-                n = len(val) if isinstance(val, (tuple, list)) else 1
-                self.nodes.append((name, _node_args(node, env), n))
+                vals = list(val) if isinstance(val, (tuple, list)) else [val]
+                n = len(vals)
+                outs = [_tensor_type(v) for v in vals] if any(w[2] for w in call.writes) else []
+                self.nodes.append((call.name, call.args(node, env), n, call.writes, outs))
                 env[node] = list(range(count, count + n)) if isinstance(val, (tuple, list)) else count
                 count += n
             elif node.op == "output":
@@ -274,12 +317,12 @@ def _eager_fallback(gm: torch.fx.GraphModule, reason: Exception) -> Callable:
 
 
 def _decompositions() -> dict:
-    """Core ATen decompositions for ops without a rule; ops with a rule stay whole."""
-    from torch._decomp import core_aten_decompositions
+    """torch's decompositions for ops without a rule; ops with a rule stay whole."""
+    from torch._decomp import decomposition_table
 
     names = _rule_names()
     table = {}
-    for op, fn in core_aten_decompositions().items():
+    for op, fn in decomposition_table.items():
         if not isinstance(op, torch._ops.OpOverload):
             continue
         name = op._schema.name.split("::", 1)[1]
@@ -321,8 +364,35 @@ def _warn_on_recompiles(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> 
     )
 
 
+@functools.cache
+def _static_tpu_shapes() -> None:
+    """`dynamic=False` by default for tpu tensors: when a tpu input's shape changes, dynamo
+    recompiles for the new shape instead of making the dimension symbolic (a compiled
+    program has static shapes). `dynamic=True` and `mark_dynamic` still apply. Installed at
+    the first tpu compile, before any recompile can happen."""
+    from torch._dynamo import config
+    from torch._dynamo.variables import builder
+
+    always_static = builder.tensor_always_has_static_shape
+
+    def tpu_static(tensor: Any, is_tensor: bool, tensor_source: Any) -> tuple:
+        static, reason = always_static(tensor, is_tensor, tensor_source)
+        if (
+            not static
+            and config.assume_static_by_default
+            and isinstance(tensor, torch.Tensor)
+            and tensor.device.type == "tpu"
+            and not getattr(tensor, "_dynamo_dynamic_indices", None)
+        ):
+            return True, None
+        return static, reason
+
+    builder.tensor_always_has_static_shape = tpu_static
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable:
     """The `torch.compile` backend for tpu graphs (`backend="tpu"`)."""
+    _static_tpu_shapes()
     _dump("fx-graph.py", gm.code)
     _warn_on_recompiles(gm, example_inputs)
     return _aot(gm, example_inputs, **kwargs)

@@ -11,23 +11,38 @@ use std::sync::{Arc, RwLock};
 
 use tpurs_hlo::{Builder, DType, Value};
 
-use crate::ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg};
+use crate::ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg, WriteTarget};
 use crate::error::{runtime, Error, Result};
 use crate::table::{op_entry, OpId, Registry};
 
-/// A node argument: tensors name a value of the graph (inputs first, then node results in
-/// order).
-pub type NodeArg = Arg<usize>;
+/// What a tensor argument of a node names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRef {
+    /// A value of the graph (inputs first, then node results in order).
+    Value(usize),
+    /// The `k`-th fresh output of this node, passed as an `out=` argument.
+    Out(usize),
+}
 
-/// One ATen call of a graph.
+/// A node argument.
+pub type NodeArg = Arg<NodeRef>;
+
+/// One ATen call of a graph. A functional op whose rule is registered only for its `out=`
+/// or in-place variant calls that variant: `writes` names the arguments it writes (the
+/// `Out` placeholders typed by `outs`, or `self`), and the written values are the node's
+/// results.
 #[derive(Clone, Debug)]
 pub struct Node {
-    /// The op (a table entry without mutated arguments).
+    /// The op.
     pub op: OpId,
-    /// Arguments in schema order, defaults filled in.
+    /// Arguments in the op's schema order, defaults filled in.
     pub args: Vec<NodeArg>,
     /// How many values the node defines: the rule's results, a `Tensor[]` return flattened.
     pub num_results: usize,
+    /// The arguments the variant writes (empty for a functional rule).
+    pub writes: Vec<WriteTarget>,
+    /// Types of the `Out` placeholders.
+    pub outs: Vec<TensorArg>,
 }
 
 /// A graph: typed inputs, nodes, and the values it returns.
@@ -97,9 +112,12 @@ struct NodeInputs<'a> {
 impl Inputs for NodeInputs<'_> {
     fn tensor(&mut self, _: &mut Builder, arg: usize, item: Option<usize>) -> Result<Value> {
         match self.args.get(arg).map(|a| a.item(item)) {
-            Some(Arg::Tensor(v)) => self.env[*v]
+            Some(Arg::Tensor(NodeRef::Value(v))) => self.env[*v]
                 .clone()
                 .ok_or_else(|| Error::Runtime(format!("graph value {v} is undefined"))),
+            Some(Arg::Tensor(NodeRef::Out(k))) => {
+                runtime(format!("graph node reads its output {k} before writing it"))
+            }
             _ => runtime(format!("graph node argument {arg} is not a tensor")),
         }
     }
@@ -144,31 +162,44 @@ fn lower_graph(
     let mut env: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
     for node in &graph.nodes {
         let entry = op_entry(node.op);
-        let types = |v: &usize| -> TensorArg {
-            env.get(*v)
-                .and_then(|x| x.as_ref())
-                .map(|x| TensorArg {
+        let types = |r: &NodeRef| -> TensorArg {
+            let ty = match *r {
+                NodeRef::Value(v) => env.get(v).and_then(|x| x.as_ref()).map(|x| TensorArg {
                     dtype: x.dtype(),
                     sizes: x.shape().to_vec(),
-                })
-                .unwrap_or(TensorArg {
-                    dtype: DType::F32,
-                    sizes: vec![],
-                })
+                }),
+                NodeRef::Out(k) => node.outs.get(k).cloned(),
+            };
+            ty.unwrap_or(TensorArg {
+                dtype: DType::F32,
+                sizes: vec![],
+            })
         };
-        check_refs(&node.args, env.len(), entry.name)?;
+        check_refs(&node.args, env.len(), node.outs.len(), entry.name)?;
         let args: Vec<Arg> = node.args.iter().map(|a| a.map_tensors(&types)).collect();
         let mut feed = NodeInputs {
             args: &node.args,
             env: &env,
             outer: &mut *outer,
         };
-        let ctx = Ctx::new(b, entry.name, &args, &[], graph.default_float, &mut feed)
-            .with_rng(rng.take());
+        let ctx = Ctx::new(
+            b,
+            entry.name,
+            &args,
+            &node.writes,
+            graph.default_float,
+            &mut feed,
+        )
+        .with_rng(rng.take());
         let (results, ctx) = run_rule(ctx, entry.rule)?;
-        let (next, _, state) = ctx.finish();
-        b = next;
+        let (mut next, written, state) = ctx.finish();
         *rng = state;
+        let results = if node.writes.is_empty() {
+            results
+        } else {
+            written_results(&mut next, node, &args, results, written)?
+        };
+        b = next;
         if results.len() != node.num_results {
             return runtime(format!(
                 "tpurs graph: {} gave {} results, the graph expects {}",
@@ -197,16 +228,52 @@ fn run_rule<'a>(mut ctx: Ctx<'a>, rule: crate::table::Rule) -> Result<(Vec<Out>,
     Ok((results, ctx))
 }
 
-/// Every tensor argument names a value defined before the node.
-fn check_refs(args: &[NodeArg], defined: usize, name: &str) -> Result<()> {
+/// The values an `out=` or in-place variant wrote: its results, converted to the written
+/// arguments' types (the functional op's results).
+fn written_results(
+    b: &mut Builder,
+    node: &Node,
+    args: &[Arg],
+    results: Vec<Out>,
+    written: Vec<Option<Value>>,
+) -> Result<Vec<Out>> {
+    let mut results = results.into_iter();
+    node.writes
+        .iter()
+        .zip(written)
+        .map(|(w, v)| {
+            let returned = results.next().flatten();
+            let Some(v) = v.or(returned) else {
+                return runtime("tpurs graph: a variant did not write its output");
+            };
+            let Arg::Tensor(t) = args[w.arg].item(w.item) else {
+                return runtime("tpurs graph: a written argument is not a tensor");
+            };
+            if v.shape() != t.sizes.as_slice() {
+                return runtime(format!(
+                    "tpurs graph: output of shape {:?} where the graph expects {:?}",
+                    v.shape(),
+                    t.sizes
+                ));
+            }
+            Ok(Some(b.convert(&v, t.dtype)))
+        })
+        .collect()
+}
+
+/// Every tensor argument names a value defined before the node (or one of its outputs).
+fn check_refs(args: &[NodeArg], defined: usize, outs: usize, name: &str) -> Result<()> {
     for a in args {
         match a {
-            Arg::Tensor(v) if *v >= defined => {
+            Arg::Tensor(NodeRef::Value(v)) if *v >= defined => {
                 return runtime(format!(
                     "tpurs graph: {name} reads value {v} before it is defined"
                 ))
             }
-            Arg::List(items) => check_refs(items, defined, name)?,
+            Arg::Tensor(NodeRef::Out(k)) if *k >= outs => {
+                return runtime(format!("tpurs graph: {name} has no output {k}"))
+            }
+            Arg::List(items) => check_refs(items, defined, outs, name)?,
             _ => {}
         }
     }

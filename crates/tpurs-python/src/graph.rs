@@ -2,7 +2,7 @@
 //! driver's types.
 //!
 //! A node argument arrives as `None` or a `(tag, payload)` pair: `("t", value)` a tensor
-//! value of the graph, `("s", (dtype, number))` a number, `("i" | "f" | "b" | "str" | "dt",
+//! value of the graph, `("o", k)` the node's `k`-th output passed as an `out=` argument, `("s", (dtype, number))` a number, `("i" | "f" | "b" | "str" | "dt",
 //! x)` an int, float, bool, string or dtype code, `("il" | "fl" | "bl", [..])` lists of those,
 //! and `("l", [args])` a tensor list.
 
@@ -10,8 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tpurs_hlo::{DType, Literal};
 use tpurs_ops::dtype::from_scalar_type;
-use tpurs_ops::graph::{Graph, Node, NodeArg};
-use tpurs_ops::{Arg, ScalarMeta, TensorArg};
+use tpurs_ops::graph::{Graph, Node, NodeArg, NodeRef};
+use tpurs_ops::{Arg, ScalarMeta, TensorArg, WriteTarget};
 
 fn dtype(code: i32) -> PyResult<DType> {
     from_scalar_type(code)
@@ -24,7 +24,8 @@ fn decode(a: &Bound<'_, PyAny>) -> PyResult<NodeArg> {
     }
     let (tag, payload): (String, Bound<'_, PyAny>) = a.extract()?;
     Ok(match tag.as_str() {
-        "t" => Arg::Tensor(payload.extract()?),
+        "t" => Arg::Tensor(NodeRef::Value(payload.extract()?)),
+        "o" => Arg::Tensor(NodeRef::Out(payload.extract()?)),
         "s" => {
             let (code, value): (i32, Bound<'_, PyAny>) = payload.extract()?;
             let dtype = dtype(code)?;
@@ -61,14 +62,8 @@ fn decode(a: &Bound<'_, PyAny>) -> PyResult<NodeArg> {
     })
 }
 
-/// Builds a graph from its Python description.
-pub(crate) fn decode_graph(
-    inputs: Vec<(i32, Vec<i64>)>,
-    nodes: Vec<(String, Vec<Bound<'_, PyAny>>, usize)>,
-    outputs: Vec<usize>,
-    default_dtype: i32,
-) -> PyResult<Graph> {
-    let inputs = inputs
+fn tensor_types(types: Vec<(i32, Vec<i64>)>) -> PyResult<Vec<TensorArg>> {
+    types
         .into_iter()
         .map(|(code, sizes)| {
             Ok(TensorArg {
@@ -76,10 +71,30 @@ pub(crate) fn decode_graph(
                 sizes,
             })
         })
-        .collect::<PyResult<_>>()?;
+        .collect()
+}
+
+/// A node as Python describes it: op name, arguments, number of results, written
+/// arguments `(arg, item or -1, is_out)` and the types of its `out=` placeholders.
+pub(crate) type NodeDesc<'py> = (
+    String,
+    Vec<Bound<'py, PyAny>>,
+    usize,
+    Vec<(usize, i64, bool)>,
+    Vec<(i32, Vec<i64>)>,
+);
+
+/// Builds a graph from its Python description.
+pub(crate) fn decode_graph(
+    inputs: Vec<(i32, Vec<i64>)>,
+    nodes: Vec<NodeDesc<'_>>,
+    outputs: Vec<usize>,
+    default_dtype: i32,
+) -> PyResult<Graph> {
+    let inputs = tensor_types(inputs)?;
     let nodes = nodes
         .into_iter()
-        .map(|(name, args, num_results)| {
+        .map(|(name, args, num_results, writes, outs)| {
             let op = tpurs_ops::lookup(&name).ok_or_else(|| {
                 PyValueError::new_err(format!("tpurs: no lowering rule for {name}"))
             })?;
@@ -87,6 +102,15 @@ pub(crate) fn decode_graph(
                 op,
                 args: args.iter().map(decode).collect::<PyResult<_>>()?,
                 num_results,
+                writes: writes
+                    .into_iter()
+                    .map(|(arg, item, is_out)| WriteTarget {
+                        arg,
+                        item: usize::try_from(item).ok(),
+                        is_out,
+                    })
+                    .collect(),
+                outs: tensor_types(outs)?,
             })
         })
         .collect::<PyResult<_>>()?;

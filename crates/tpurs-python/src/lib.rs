@@ -203,7 +203,7 @@ fn eager_mode() -> u8 {
 #[pyfunction]
 fn register_graph(
     inputs: Vec<(i32, Vec<i64>)>,
-    nodes: Vec<(String, Vec<Bound<'_, PyAny>>, usize)>,
+    nodes: Vec<graph::NodeDesc<'_>>,
     outputs: Vec<usize>,
     default_dtype: i32,
 ) -> PyResult<(i64, String)> {

@@ -1121,6 +1121,8 @@ pub(crate) fn register(reg: &mut Registry) {
     );
     reg.ops(&["index.Tensor_out"], index);
     reg.ops(&["_index_put_impl_"], index_put);
+    // Functional form for graphs; eager reaches `_index_put_impl_` through torch's kernel.
+    reg.ops(&["index_put"], index_put).graph_only();
     reg.ops(
         &[
             "masked_fill.Scalar",

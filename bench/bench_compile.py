@@ -1,5 +1,6 @@
-"""Graph mode side by side with CPU PyTorch in one process: the minGPT training step in CPU
-eager, CPU Inductor (`torch.compile` on CPU), tpurs fused eager and tpurs compiled; the
+"""Graph mode side by side with CPU PyTorch in one process: the minGPT and ResNet-18
+training steps in CPU eager, CPU Inductor (`torch.compile` on CPU), tpurs eager and tpurs
+compiled; the
 first compiled step of a new process with a cold and a warm tier-3 cache; and a 2048x2048
 float32 matmul. Medians after warm-up; ratios against CPU eager.
 Run: `.venv/bin/python bench/bench_compile.py [--md]`.
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples", "mingpt"))
 
 from data import CharDataset, make_text  # noqa: E402
 from model import GPT, GPTConfig  # noqa: E402
+from resnet import ResNet18  # noqa: E402
 
 
 def median_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
@@ -56,6 +58,35 @@ def mingpt_step(device: str, compiled: bool):
         return loss.item()
 
     return step
+
+
+def resnet_step(device: str, compiled: bool):
+    """A ResNet-18 SGD step on synthetic 64x64 images (batch 8), loss read back."""
+    torch.manual_seed(0)
+    model = ResNet18().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    forward = torch.compile(model) if compiled else model
+    x = torch.randn(8, 3, 64, 64).to(device)
+    y = torch.randint(0, 10, (8,)).to(device)
+
+    def step() -> float:
+        loss = torch.nn.functional.cross_entropy(forward(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def with_mode(mode: str, make):
+    """`make()` run with the tpu eager mode `mode`, restored afterwards."""
+    before = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode(mode)
+    try:
+        return make()
+    finally:
+        torch.tpu.set_eager_mode(before)
 
 
 def first_compiled_step(cache_root: str) -> float:
@@ -92,6 +123,16 @@ def bench() -> list[tuple[str, str, float]]:
     rows.append(("minGPT train step (ms)", "CPU Inductor", median_seconds(mingpt_step("cpu", True)) * 1e3))
     rows.append(("minGPT train step (ms)", "tpurs fused eager", median_seconds(mingpt_step("tpu", False)) * 1e3))
     rows.append(("minGPT train step (ms)", "tpurs compiled", median_seconds(mingpt_step("tpu", True)) * 1e3))
+    name = "ResNet-18 train step, batch 8, 64x64 (ms)"
+    rows.append((name, "CPU eager", median_seconds(resnet_step("cpu", False), repeats=3) * 1e3))
+    rows.append((name, "CPU Inductor", median_seconds(resnet_step("cpu", True), repeats=3) * 1e3))
+    for label, mode, compiled in (
+        ("tpurs strict eager", "DEFER_NEVER", False),
+        ("tpurs fused eager", "DEFER_AND_FUSE", False),
+        ("tpurs compiled", "DEFER_AND_FUSE", True),
+    ):
+        seconds = with_mode(mode, lambda: median_seconds(resnet_step("tpu", compiled), repeats=3))
+        rows.append((name, label, seconds * 1e3))
     with tempfile.TemporaryDirectory() as root:
         rows.append(("first compiled step, new process (s)", "tier 3 cold", first_compiled_step(root)))
         rows.append(("first compiled step, new process (s)", "tier 3 warm", first_compiled_step(root)))
@@ -105,13 +146,13 @@ def main() -> None:
     parser.add_argument("--md", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
     rows = bench()
-    cpu_step = rows[0][2]
+    cpu_eager = {name: value for name, where, value in rows if where == "CPU eager"}
     if args.md:
         print(f"platform {torch.tpu.platform()}, torch {torch.__version__}\n")
         print("| benchmark | runs on | value | / CPU eager |")
         print("|---|---|---|---|")
     for name, where, value in rows:
-        ratio = f"{value / cpu_step:.2f}" if name.startswith("minGPT") else ""
+        ratio = f"{value / cpu_eager[name]:.2f}" if name in cpu_eager else ""
         if args.md:
             print(f"| {name} | {where} | {value:.2f} | {ratio} |")
         else:

@@ -22,6 +22,18 @@ def test_import_torch_alone_registers_the_device():
     assert "tpu:0 True" in r.stdout
 
 
+def test_plugin_logs_are_off_unless_asked_for():
+    code = "import torch; print((torch.ones(2, device='tpu') + 1).sum().item())"
+    quiet = run_python(code)
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "4.0", quiet.stderr
+    assert quiet.stderr == ""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    loud = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(env, TPURS_LOG_LEVEL="0"), timeout=300
+    )
+    assert "pjrt_c_api_cpu_internal" in loud.stderr
+
+
 def test_import_tpurs_first_and_without_autoload():
     code = "import tpurs, torch; print((torch.ones(2, device='tpu') + 1).tolist())"
     for env in ({}, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}):

@@ -20,6 +20,14 @@ def _cpu_devices() -> int | None:
     return int(value) if value else 1
 
 
+def _quiet_plugin_logs() -> None:
+    """The plugin logs through absl to stderr (INFO lines at start, warnings when a cached
+    program is loaded); off unless `TPURS_LOG_LEVEL` (0 info, 1 warning, 2 error) asks for
+    them. Must run before the plugin is loaded."""
+    level = os.environ.get("TPURS_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
+
+
 def autoload() -> None:
     """Registers the tpu device with torch (idempotent)."""
     global _loaded
@@ -27,6 +35,7 @@ def autoload() -> None:
         return
     _loaded = True
     torch.utils.rename_privateuse1_backend("tpu")
+    _quiet_plugin_logs()
     _core.init(find_plugin(), _cpu_devices())
 
     from . import _build, device

@@ -292,3 +292,53 @@ def test_ops_with_out_or_inplace_rules_and_decompositions():
         out = torch.compile(f)(*[a.to("tpu") for a in args])
     for a, e in zip(out, f(*args)):
         close(a, e)
+
+
+GRAPH_CASES = {
+    "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [(2, 4, 16, 8)] * 3),
+    "softmax_log_softmax": (lambda x: F.log_softmax(x, -1) + F.softmax(x, 0), [(4, 7)]),
+    "cumsum_argmax": (lambda x: x.cumsum(1) * x.argmax(-1, keepdim=True), [(3, 5)]),
+    "rms_norm_silu": (lambda x: F.silu(x) * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), [(3, 8)]),
+    "rotate_half": (
+        lambda x: torch.cat([-x[..., 4:], x[..., :4]], -1) * torch.arange(8, device=x.device).cos(),
+        [(2, 8)],
+    ),
+    "causal_mask_fill": (
+        lambda x: x.masked_fill(torch.ones(4, 4, dtype=torch.bool, device=x.device).triu(1), float("-inf")).softmax(-1),
+        [(4, 4)],
+    ),
+    # A tensor constant made inside the graph.
+    "label_smoothing": (
+        lambda x: F.cross_entropy(x, torch.tensor([1, 0, 2], device=x.device), label_smoothing=0.1),
+        [(3, 4)],
+    ),
+    "pad_interpolate": (lambda x: F.interpolate(F.pad(x, (1, 1)), scale_factor=2, mode="nearest"), [(1, 2, 3, 3)]),
+    "bf16_matmul": (lambda x: (x.to(torch.bfloat16) @ x.to(torch.bfloat16).T).float(), [(4, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAPH_CASES))
+def test_graph_cases_match_cpu(name):
+    fn, shapes = GRAPH_CASES[name]
+    args = [torch.randn(*s, requires_grad=True) for s in shapes]
+    expected = fn(*args)
+    expected.sum().backward()
+    dev_args = [a.detach().to("tpu").requires_grad_() for a in args]
+    with no_fallback():
+        out = torch.compile(fn)(*dev_args)
+        out.sum().backward()
+    tol = 2e-2 if "bf16" in name else 1e-4
+    close(out, expected, tol)
+    for d, a in zip(dev_args, args):
+        close(d.grad, a.grad, tol)
+
+
+def test_multihead_attention_module():
+    mha = nn.MultiheadAttention(16, 2, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    dev = copy.deepcopy(mha).to("tpu")
+    expected = mha(x, x, x)[0]
+    with no_fallback():
+        xd = x.to("tpu")
+        out = torch.compile(dev)(xd, xd, xd)[0]
+    close(out, expected)

@@ -77,11 +77,13 @@ class _Call:
     and the arguments it writes when the entry is an `out=` or in-place variant."""
 
     def __init__(self, target: Any):
-        if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
+        if not isinstance(target, torch._ops.OpOverload) or target.namespace not in ("aten", "prims"):
             raise Unsupported(f"{target} is not an ATen op")
         schema = target._schema
         name = schema.name.split("::", 1)[1]
         full = _table_name(name, target._overloadname)
+        if target.namespace == "prims":
+            full = f"prims::{full}"
         if schema.is_mutable:
             raise Unsupported(f"aten.{full} mutates its arguments")
         self.writes: list[tuple[int, int, bool]] = []
@@ -321,15 +323,19 @@ def _decompositions() -> dict:
     from torch._decomp import decomposition_table
 
     names = _rule_names()
-    table = {}
-    for op, fn in decomposition_table.items():
-        if not isinstance(op, torch._ops.OpOverload):
-            continue
-        name = op._schema.name.split("::", 1)[1]
-        full = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
-        if full not in names:
-            table[op] = fn
-    return table
+
+    def has_rule(op: torch._ops.OpOverload) -> bool:
+        if _table_name(op._schema.name.split("::", 1)[1], op._overloadname) in names:
+            return True
+        try:
+            _Call(op)  # its out= or in-place variant has a rule
+            return True
+        except Unsupported:
+            return False
+
+    return {
+        op: fn for op, fn in decomposition_table.items() if isinstance(op, torch._ops.OpOverload) and not has_rule(op)
+    }
 
 
 _aot = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph, decompositions=_decompositions)

@@ -353,12 +353,27 @@ fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(arange_of(&mut ctx.b, start, end, step, dtype)?)
 }
 
+/// `prims::broadcast_in_dim(a, shape, broadcast_dimensions)`.
+fn prims_broadcast_in_dim(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let (shape, dims) = (ctx.int_list(1)?, ctx.int_list(2)?);
+    one(ctx.b.broadcast_in_dim(&x, &shape, &dims)?)
+}
+
+/// `prims::convert_element_type(a, dtype)`.
+fn prims_convert(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let dtype = ctx.opt_dtype(1)?.unwrap_or(x.dtype());
+    one(ctx.b.convert(&x, dtype))
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     let ops: &[(&[&'static str], crate::table::Rule)] = &[
         (&["view", "_unsafe_view", "view_copy", "reshape"], view),
-        (&["alias", "detach", "lift_fresh_copy"], |ctx| {
-            one(ctx.tensor(0)?)
-        }),
+        (
+            &["alias", "detach", "lift", "lift_fresh", "lift_fresh_copy"],
+            |ctx| one(ctx.tensor(0)?),
+        ),
         (&["t", "t_copy"], t),
         (&["transpose.int", "transpose_copy.int"], transpose),
         (&["permute", "permute_copy"], permute),
@@ -386,6 +401,9 @@ pub(crate) fn register(reg: &mut Registry) {
         (&["new_full"], new_full),
         (&["fill.Scalar", "fill.Tensor"], fill),
         (&["arange", "arange.start", "arange.start_step"], arange),
+        // Primitives some of torch's decompositions produce.
+        (&["prims::broadcast_in_dim"], prims_broadcast_in_dim),
+        (&["prims::convert_element_type"], prims_convert),
     ];
     for (names, rule) in ops {
         reg.ops(names, *rule).graph_only();

@@ -6,7 +6,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{float_dtype, one, wrap_dim};
-use crate::ctx::{Ctx, Out};
+use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
 use crate::table::Registry;
@@ -423,7 +423,9 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let dims = reduce_dims(&ctx.int_list(1)?, ty.rank())?;
-    let keepdim = ctx.bool_or(3, false)?;
+    // prims::var(inp, dims, correction: float?, *, output_dtype) has no keepdim.
+    let prims = ctx.name.starts_with("prims::");
+    let keepdim = !prims && ctx.bool_or(3, false)?;
     let acc = opmath(ty.dtype);
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
@@ -434,11 +436,13 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let sq = b.mul(&dev, &dev)?;
     let ss = reduce(b, &sq, &dims, Literal::Int(0), add_c, keepdim)?;
     let n = b.constant(Literal::Int(reduced_count(&ty.shape, &dims)), acc);
-    let c = if ctx.has(2) {
-        let c = ctx.tensor(2)?;
-        ctx.b.convert(&c, acc)
-    } else {
-        ctx.b.constant(Literal::Int(1), acc)
+    let c = match ctx.arg(2) {
+        Arg::None => ctx.b.constant(Literal::Int(1), acc),
+        Arg::Float(c) => ctx.b.constant(Literal::Float(*c), acc),
+        _ => {
+            let c = ctx.tensor(2)?;
+            ctx.b.convert(&c, acc)
+        }
     };
     let b = &mut ctx.b;
     let zero = b.constant(Literal::Int(0), acc);
@@ -449,7 +453,12 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     if base.starts_with("std") {
         v = b.sqrt(&v);
     }
-    let v = b.convert(&v, ty.dtype);
+    let out_dtype = match (prims, ctx.arg(3)) {
+        (true, Arg::Dtype(d)) => *d,
+        _ => ty.dtype,
+    };
+    let b = &mut ctx.b;
+    let v = b.convert(&v, out_dtype);
     if base.ends_with("_mean") {
         let m = if keepdim {
             m
@@ -754,6 +763,8 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         var_std,
     );
+    // A primitive some of torch's decompositions (group norm) produce in graphs.
+    reg.ops(&["prims::var"], var_std).graph_only();
     reg.ops(&["logsumexp", "logsumexp.out"], logsumexp);
     reg.ops(
         &[

@@ -19,6 +19,7 @@ mod nn;
 mod random;
 mod reduce;
 mod shape;
+mod sort;
 
 /// Registers every family's rules.
 pub(crate) fn register_all(reg: &mut Registry) {
@@ -32,6 +33,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     reduce::register(reg);
     index::register(reg);
     shape::register(reg);
+    sort::register(reg);
     graph_only::register(reg);
     crate::graph::register(reg);
 }

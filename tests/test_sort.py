@@ -1,0 +1,96 @@
+"""sort, topk, kthvalue, median and nanmedian against CPU PyTorch: values, indices, NaN
+order, ties, gradients, out= forms and errors."""
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.uint8]
+
+
+def distinct(shape, dtype):
+    """Values without ties (so indices are unique), in `dtype`."""
+    n = torch.Size(shape).numel()
+    return torch.randperm(n).reshape(shape).to(dtype) if n < 256 else torch.randn(shape).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_sort(dtype, descending, dim):
+    x = distinct((5, 7), dtype)
+    with no_fallback():
+        check(lambda t: torch.sort(t, dim=dim, descending=descending), x)
+        check(lambda t: torch.sort(t, dim=dim, descending=descending, stable=True), x)
+        check(lambda t: torch.argsort(t, dim=dim, descending=descending), x)
+
+
+def test_sort_nan_and_ties_follow_cpu():
+    x = torch.tensor([[3.0, float("nan"), 1.0, 3.0, -float("inf"), 1.0, float("nan"), 0.0]])
+    with no_fallback():
+        for descending in (False, True):
+            check(lambda t: torch.sort(t, descending=descending, stable=True), x)
+        check(lambda t: torch.sort(t > 1.0, stable=True), x)
+
+
+def test_sort_gradient_and_out():
+    x = distinct((4, 6), torch.float32).requires_grad_()
+    with no_fallback():
+        check(lambda t: torch.sort(t, dim=1).values * 2, x, grad=True)
+        values, indices = torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.long, device="tpu")
+        torch.sort(x.detach().to("tpu"), dim=0, out=(values, indices))
+    expected = torch.sort(x.detach(), dim=0)
+    torch.testing.assert_close(values.cpu(), expected.values)
+    torch.testing.assert_close(indices.cpu(), expected.indices)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk(dtype, largest):
+    x = distinct((6, 9), dtype)
+    with no_fallback():
+        check(lambda t: torch.topk(t, 3, dim=-1, largest=largest), x)
+        check(lambda t: torch.topk(t, 2, dim=0, largest=largest), x)
+    grad_x = distinct((6, 9), torch.float32).requires_grad_()
+    with no_fallback():
+        check(lambda t: torch.topk(t, 4, largest=largest).values.sum(-1), grad_x, grad=True)
+
+
+def test_topk_k_out_of_range_raises_like_cpu():
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="out of range"):
+            torch.topk(torch.randn(3, device=device), 5)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_kthvalue(keepdim):
+    x = distinct((5, 8), torch.float32)
+    with no_fallback():
+        for k in (1, 3, 8):
+            check(lambda t: torch.kthvalue(t, k, dim=1, keepdim=keepdim), x)
+        check(lambda t: torch.kthvalue(t, 2, dim=0, keepdim=keepdim), x)
+
+
+@pytest.mark.parametrize("op", [torch.median, torch.nanmedian])
+def test_median(op):
+    odd, even = distinct((5, 7), torch.float32), distinct((4, 6), torch.float32)
+    nan = torch.tensor([[1.0, float("nan"), 3.0, 2.0], [2.0, float("nan"), float("nan"), 1.0], [4.0, 1.0, 2.0, 3.0]])
+    with no_fallback():
+        for x in (odd, even, nan):
+            check(lambda t: op(t), x)
+            check(lambda t: op(t, dim=1), x)
+            check(lambda t: op(t, dim=0, keepdim=True), x)
+        # A row of NaNs: the value is NaN (CPU's index for it is an artefact of its partition).
+        check(lambda t: op(t, dim=1).values, torch.full((2, 5), float("nan")))
+        check(lambda t: op(t), distinct((9,), torch.int64))
+        check(lambda t: op(t, 0), distinct((6, 3), torch.int32))
+
+
+def test_topk_in_a_compiled_graph():
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.topk(x.softmax(-1), 3).values.sum() + torch.sort(x, -1).values[:, 0].sum())
+    x = torch.randn(4, 10)
+    with no_fallback():
+        out = f(x.to("tpu"))
+    torch.testing.assert_close(out.cpu(), f(x), atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()

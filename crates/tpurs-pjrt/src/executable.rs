@@ -52,6 +52,27 @@ struct ExecutableView {
     raw: *mut ffi::PJRT_Executable,
 }
 
+impl ExecutableView {
+    /// The unloaded executable behind `loaded`.
+    ///
+    /// # Safety
+    /// `loaded` must be a live loaded executable of `api`'s plugin.
+    unsafe fn of(api: Api, loaded: *mut ffi::PJRT_LoadedExecutable) -> Result<ExecutableView> {
+        let mut g = ffi::PJRT_LoadedExecutable_GetExecutable_Args::new();
+        g.loaded_executable = loaded;
+        pjrt_call!(api, PJRT_LoadedExecutable_GetExecutable, &mut g)?;
+        if g.executable.is_null() {
+            return Err(Error::Internal(
+                "PJRT_LoadedExecutable_GetExecutable returned NULL".into(),
+            ));
+        }
+        Ok(ExecutableView {
+            api,
+            raw: g.executable,
+        })
+    }
+}
+
 impl Drop for ExecutableView {
     fn drop(&mut self) {
         let mut a = ffi::PJRT_Executable_Destroy_Args::new();
@@ -78,18 +99,7 @@ impl LoadedExecutable {
             num_outputs: 0,
             outputs: None,
         };
-        let mut g = ffi::PJRT_LoadedExecutable_GetExecutable_Args::new();
-        g.loaded_executable = raw;
-        pjrt_call!(api, PJRT_LoadedExecutable_GetExecutable, &mut g)?;
-        if g.executable.is_null() {
-            return Err(Error::Internal(
-                "PJRT_LoadedExecutable_GetExecutable returned NULL".into(),
-            ));
-        }
-        let view = ExecutableView {
-            api,
-            raw: g.executable,
-        };
+        let view = ExecutableView::of(api, raw)?;
 
         let mut n = ffi::PJRT_Executable_NumOutputs_Args::new();
         n.executable = view.raw;
@@ -103,19 +113,8 @@ impl LoadedExecutable {
     /// valid only for the same plugin build and host).
     pub fn serialize(&self) -> Result<Vec<u8>> {
         let api = self.client.api;
-        let mut g = ffi::PJRT_LoadedExecutable_GetExecutable_Args::new();
-        g.loaded_executable = self.raw;
-        // SAFETY: `raw` is live; the view is destroyed by `ExecutableView`.
-        unsafe { pjrt_call!(api, PJRT_LoadedExecutable_GetExecutable, &mut g)? };
-        if g.executable.is_null() {
-            return Err(Error::Internal(
-                "PJRT_LoadedExecutable_GetExecutable returned NULL".into(),
-            ));
-        }
-        let view = ExecutableView {
-            api,
-            raw: g.executable,
-        };
+        // SAFETY: `raw` is a live executable owned by `self`.
+        let view = unsafe { ExecutableView::of(api, self.raw)? };
         let mut a = ffi::PJRT_Executable_Serialize_Args::new();
         a.executable = view.raw;
         // SAFETY: the view is live for the call.

@@ -83,6 +83,9 @@ def test_median(op):
         # A row of NaNs: the value is NaN (CPU's index for it is an artefact of its partition).
         check(lambda t: op(t, dim=1).values, torch.full((2, 5), float("nan")))
         check(lambda t: op(t), distinct((9,), torch.int64))
+        for keepdim in (False, True):
+            check(lambda t: op(t, 0, keepdim=keepdim), torch.tensor(2.5))
+            check(lambda t: torch.kthvalue(t, 1, 0, keepdim=keepdim), torch.tensor(2.5))
         check(lambda t: op(t, 0), distinct((6, 3), torch.int32))
 
 

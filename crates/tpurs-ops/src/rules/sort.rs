@@ -135,7 +135,8 @@ fn kthvalue(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let k = ctx.int(1)?;
     let dim = wrap_dim(ctx.int_or(2, -1)?, x.rank())?;
-    let keepdim = ctx.bool_or(3, false)?;
+    // A 0-d input is one row of one element, and gives 0-d results.
+    let keepdim = ctx.bool_or(3, false)? && x.rank() > 0;
     let x = if x.rank() == 0 {
         ctx.b.reshape(&x, &[1])?
     } else {
@@ -215,7 +216,8 @@ fn median(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let op = if skip_nan { "nanmedian" } else { "median" };
     if ctx.overload().starts_with("dim") {
         let dim = wrap_dim(ctx.int(1)?, x.rank())?;
-        let keepdim = ctx.bool_or(2, false)?;
+        // A 0-d input is one row of one element, and gives 0-d results.
+        let keepdim = ctx.bool_or(2, false)? && x.rank() > 0;
         let x = if x.rank() == 0 {
             ctx.b.reshape(&x, &[1])?
         } else {

@@ -8,6 +8,7 @@ use crate::dtype::result_type;
 use crate::error::{Error, Result};
 use crate::table::Registry;
 
+mod activations;
 mod conv;
 mod elementwise;
 mod factory;
@@ -29,6 +30,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     random::register(reg);
     matmul::register(reg);
     nn::register(reg);
+    activations::register(reg);
     conv::register(reg);
     reduce::register(reg);
     index::register(reg);

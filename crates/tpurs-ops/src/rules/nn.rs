@@ -14,7 +14,7 @@ use crate::table::Registry;
 use super::elementwise::erf_of;
 
 /// Converts `x` to its compute dtype.
-fn widen(b: &mut Builder, x: &Value) -> Value {
+pub(crate) fn widen(b: &mut Builder, x: &Value) -> Value {
     b.convert(x, opmath(x.dtype()))
 }
 
@@ -44,21 +44,21 @@ fn sum_all(b: &mut Builder, x: &Value) -> Result<Value> {
 }
 
 /// Reads tensor argument `i` in compute precision, broadcast to `shape`.
-fn read_wide(ctx: &mut Ctx, i: usize, shape: &[i64]) -> Result<Value> {
+pub(crate) fn read_wide(ctx: &mut Ctx, i: usize, shape: &[i64]) -> Result<Value> {
     let v = ctx.tensor(i)?;
     let v = widen(&mut ctx.b, &v);
     Ok(ctx.b.broadcast_to(&v, shape)?)
 }
 
 /// Reads a `Scalar` argument `i` as a value of `like`'s dtype and shape.
-fn scalar_like(ctx: &mut Ctx, i: usize, like: &Value) -> Result<Value> {
+pub(crate) fn scalar_like(ctx: &mut Ctx, i: usize, like: &Value) -> Result<Value> {
     let v = ctx.tensor(i)?;
     let v = ctx.b.convert(&v, like.dtype());
     Ok(ctx.b.broadcast_in_dim(&v, like.shape(), &[])?)
 }
 
 /// Fails like PyTorch's CPU kernels for non-float inputs of float-only activations.
-fn require_float(ctx: &Ctx, i: usize, kernel: &str) -> Result<DType> {
+pub(crate) fn require_float(ctx: &Ctx, i: usize, kernel: &str) -> Result<DType> {
     let d = ctx.ty(i)?.dtype;
     if !d.is_float() {
         return Err(Error::NotImplemented(format!(
@@ -315,7 +315,7 @@ fn silu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Reads `(grad, y)` promoted and broadcast in compute precision; returns the result dtype.
-fn grad_pair(ctx: &mut Ctx) -> Result<(DType, Value, Value)> {
+pub(crate) fn grad_pair(ctx: &mut Ctx) -> Result<(DType, Value, Value)> {
     let d = common_dtype(ctx, &[0, 1])?;
     let shape = super::broadcast_shapes(&ctx.ty(0)?.shape, &ctx.ty(1)?.shape)?;
     let w = opmath(d);

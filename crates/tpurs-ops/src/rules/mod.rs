@@ -21,6 +21,7 @@ mod random;
 mod reduce;
 mod shape;
 mod sort;
+mod upsample;
 
 /// Registers every family's rules.
 pub(crate) fn register_all(reg: &mut Registry) {
@@ -36,6 +37,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     index::register(reg);
     shape::register(reg);
     sort::register(reg);
+    upsample::register(reg);
     graph_only::register(reg);
     crate::graph::register(reg);
 }

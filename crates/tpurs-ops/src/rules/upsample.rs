@@ -1,0 +1,236 @@
+//! Upsampling: nearest, nearest-exact and (bi/tri)linear, 1-d to 3-d, and their backwards.
+//! Every mode is separable: along each spatial dim the output is `M x` for an
+//! `[out, in]` matrix `M` of interpolation weights (one-hot for nearest, two weights per
+//! row for linear), built in the program with PyTorch's float index arithmetic; the
+//! backward is `M^T g`. One dot per spatial dim, no gathers or scatters.
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
+
+use super::one;
+use crate::ctx::{Ctx, Out};
+use crate::dtype::{opmath, torch_name};
+use crate::error::{runtime, Error, Result};
+use crate::table::Registry;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Nearest,
+    NearestExact,
+    Linear { align_corners: bool },
+}
+
+/// PyTorch's `area_pixel_compute_scale` / `compute_scales_value` in f32.
+fn scale_of(mode: Mode, input: i64, output: i64, scale: Option<f64>) -> f32 {
+    match mode {
+        Mode::Linear {
+            align_corners: true,
+        } => {
+            if output > 1 {
+                (input - 1) as f32 / (output - 1) as f32
+            } else {
+                0.0
+            }
+        }
+        _ => match scale {
+            Some(s) if s > 0.0 => (1.0 / s) as f32,
+            _ => input as f32 / output as f32,
+        },
+    }
+}
+
+/// The `[output, input]` interpolation matrix of one spatial dim, in `dtype`.
+fn weights(
+    b: &mut Builder,
+    mode: Mode,
+    input: i64,
+    output: i64,
+    scale: Option<f64>,
+    dtype: DType,
+) -> Result<Value> {
+    let shape = vec![output, input];
+    let f32_ty = TensorType::new(DType::F32, shape.clone());
+    let i64_ty = TensorType::new(DType::I64, shape.clone());
+    let dst = b.iota(&f32_ty, 0);
+    let col = b.iota(&i64_ty, 1);
+    let s = b.splat(
+        Literal::Float(scale_of(mode, input, output, scale) as f64),
+        &f32_ty,
+    );
+    let last = b.splat(Literal::Int(input - 1), &i64_ty);
+    let half = b.splat(Literal::Float(0.5), &f32_ty);
+    let onehot = |b: &mut Builder, idx: &Value| -> Result<Value> {
+        let hit = b.compare(CompareDir::Eq, &col, idx)?;
+        Ok(b.convert(&hit, dtype))
+    };
+    match mode {
+        Mode::Nearest | Mode::NearestExact => {
+            let pos = if mode == Mode::NearestExact {
+                b.add(&dst, &half)?
+            } else {
+                dst
+            };
+            let src = b.mul(&pos, &s)?;
+            let src = b.floor(&src);
+            let src = b.convert(&src, DType::I64);
+            let src = b.min(&src, &last)?;
+            onehot(b, &src)
+        }
+        Mode::Linear { align_corners } => {
+            let src = if align_corners {
+                b.mul(&s, &dst)?
+            } else {
+                let p = b.add(&dst, &half)?;
+                let p = b.mul(&s, &p)?;
+                let p = b.sub(&p, &half)?;
+                let zero = b.splat(Literal::Float(0.0), &f32_ty);
+                b.max(&p, &zero)?
+            };
+            let i0f = b.floor(&src);
+            let i0 = b.convert(&i0f, DType::I64);
+            let i0 = b.min(&i0, &last)?;
+            let below = b.compare(CompareDir::Lt, &i0, &last)?;
+            let one_i = b.splat(Literal::Int(1), &i64_ty);
+            let i1 = b.add(&i0, &one_i)?;
+            let i1 = b.select(&below, &i1, &i0)?;
+            let l1 = b.sub(&src, &i0f)?;
+            let one_f = b.splat(Literal::Float(1.0), &f32_ty);
+            let l0 = b.sub(&one_f, &l1)?;
+            let (l0, l1) = (b.convert(&l0, dtype), b.convert(&l1, dtype));
+            let h0 = onehot(b, &i0)?;
+            let h1 = onehot(b, &i1)?;
+            let w0 = b.mul(&h0, &l0)?;
+            let w1 = b.mul(&h1, &l1)?;
+            Ok(b.add(&w0, &w1)?)
+        }
+    }
+}
+
+/// Contracts dim `d` of `x` with dim `with` of `m` and puts the new dim back at `d`.
+fn apply(b: &mut Builder, x: &Value, m: &Value, d: usize, with: i64) -> Result<Value> {
+    let y = b.dot_general(x, m, (&[], &[]), (&[d as i64], &[with]))?;
+    let rank = x.rank() as i64;
+    let mut perm: Vec<i64> = (0..rank - 1).collect();
+    perm.insert(d, rank - 1);
+    Ok(b.transpose(&y, &perm)?)
+}
+
+/// Arguments of one op: where its sizes, `align_corners` and scales are.
+struct Layout {
+    mode: Mode,
+    spatial: usize,
+    backward: bool,
+}
+
+fn layout(ctx: &Ctx) -> Result<Layout> {
+    let base = ctx.name.split('.').next().unwrap_or("");
+    let backward = base.ends_with("_backward");
+    let kind = base.trim_end_matches("_backward");
+    // Names end in `1d`, `2d` or `3d`.
+    let spatial = match kind.as_bytes().get(kind.len().wrapping_sub(2)) {
+        Some(d @ b'1'..=b'3') => usize::from(d - b'0'),
+        _ => return runtime(format!("{}: not an upsampling op", ctx.name)),
+    };
+    let mode = if kind.contains("nearest_exact") {
+        Mode::NearestExact
+    } else if kind.contains("nearest") {
+        Mode::Nearest
+    } else {
+        Mode::Linear {
+            align_corners: ctx.bool_or(if backward { 3 } else { 2 }, false)?,
+        }
+    };
+    Ok(Layout {
+        mode,
+        spatial,
+        backward,
+    })
+}
+
+/// The upsampling ops and their backwards.
+fn upsample(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let l = layout(ctx)?;
+    let linear = matches!(l.mode, Mode::Linear { .. });
+    // Scales follow output_size (+ input_size) (+ align_corners).
+    let first_scale = 2 + usize::from(l.backward) + usize::from(linear);
+    let x = ctx.tensor(0)?;
+    let rank = x.rank();
+    if rank != l.spatial + 2 {
+        return runtime(format!(
+            "{}: expected a {}-d input, got {} dims",
+            ctx.name,
+            l.spatial + 2,
+            rank
+        ));
+    }
+    let out_size = ctx.int_list(1)?;
+    let in_size: Vec<i64> = if l.backward {
+        ctx.int_list(2)?[2..].to_vec()
+    } else {
+        x.shape()[2..].to_vec()
+    };
+    if out_size.len() != l.spatial || in_size.len() != l.spatial {
+        return runtime(format!("{}: expected {} sizes", ctx.name, l.spatial));
+    }
+    let dtype = x.dtype();
+    if linear && !dtype.is_float() {
+        return Err(Error::NotImplemented(format!(
+            "\"{}\" not implemented for '{}'",
+            ctx.name.split('.').next().unwrap_or(""),
+            torch_name(dtype)
+        )));
+    }
+    let wide = opmath(dtype);
+    let mut v = ctx.b.convert(&x, wide);
+    for i in 0..l.spatial {
+        let scale = ctx.opt_float(first_scale + i)?;
+        let m = weights(&mut ctx.b, l.mode, in_size[i], out_size[i], scale, wide)?;
+        // Forward contracts the input dim of M; backward its output dim.
+        let with = if l.backward { 0 } else { 1 };
+        v = apply(&mut ctx.b, &v, &m, 2 + i, with)?;
+    }
+    one(ctx.b.convert(&v, dtype))
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(
+        &[
+            "upsample_nearest1d",
+            "upsample_nearest1d.out",
+            "upsample_nearest2d",
+            "upsample_nearest2d.out",
+            "upsample_nearest3d",
+            "upsample_nearest3d.out",
+            "_upsample_nearest_exact1d",
+            "_upsample_nearest_exact1d.out",
+            "_upsample_nearest_exact2d",
+            "_upsample_nearest_exact2d.out",
+            "_upsample_nearest_exact3d",
+            "_upsample_nearest_exact3d.out",
+            "upsample_linear1d",
+            "upsample_linear1d.out",
+            "upsample_bilinear2d",
+            "upsample_bilinear2d.out",
+            "upsample_trilinear3d",
+            "upsample_trilinear3d.out",
+            "upsample_nearest1d_backward",
+            "upsample_nearest1d_backward.grad_input",
+            "upsample_nearest2d_backward",
+            "upsample_nearest2d_backward.grad_input",
+            "upsample_nearest3d_backward",
+            "upsample_nearest3d_backward.grad_input",
+            "_upsample_nearest_exact1d_backward",
+            "_upsample_nearest_exact1d_backward.grad_input",
+            "_upsample_nearest_exact2d_backward",
+            "_upsample_nearest_exact2d_backward.grad_input",
+            "_upsample_nearest_exact3d_backward",
+            "_upsample_nearest_exact3d_backward.grad_input",
+            "upsample_linear1d_backward",
+            "upsample_linear1d_backward.grad_input",
+            "upsample_bilinear2d_backward",
+            "upsample_bilinear2d_backward.grad_input",
+            "upsample_trilinear3d_backward",
+            "upsample_trilinear3d_backward.grad_input",
+        ],
+        upsample,
+    );
+}

@@ -1,0 +1,48 @@
+"""F.interpolate (nearest, nearest-exact, linear, bilinear, trilinear; sizes and scale
+factors, align_corners) and its gradients against CPU PyTorch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import check, no_fallback
+
+SHAPES = {1: (2, 3, 5), 2: (2, 3, 5, 4), 3: (1, 2, 3, 4, 5)}
+LINEAR = {1: "linear", 2: "bilinear", 3: "trilinear"}
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear"])
+@pytest.mark.parametrize("how", [{"scale_factor": 2}, {"scale_factor": 1.7}, {"size": 3}, {"size": 11}])
+def test_interpolate(dims, mode, how):
+    x = torch.randn(SHAPES[dims], requires_grad=True)
+    name = LINEAR[dims] if mode == "linear" else mode
+    corners = [False, True] if mode == "linear" else [None]
+    with no_fallback():
+        for align in corners:
+            check(lambda t: F.interpolate(t, mode=name, align_corners=align, **how), x, grad=True)
+
+
+def test_nearest_on_integers_and_linear_refuses_them():
+    img = torch.randint(0, 255, (1, 3, 4, 6), dtype=torch.uint8)
+    with no_fallback():
+        check(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), img)
+    # CPU PyTorch has a fixed-point uint8 bilinear kernel; tpurs refuses rather than round
+    # differently.
+    with pytest.raises(NotImplementedError, match="Byte"):
+        F.interpolate(img.to("tpu"), scale_factor=2, mode="bilinear")
+
+
+def test_upsample_in_a_compiled_unet_block():
+    torch._dynamo.reset()
+    conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+
+    def block(x):
+        return conv(F.interpolate(x, scale_factor=2, mode="bilinear")).relu().mean()
+
+    x = torch.randn(2, 3, 8, 8)
+    expected = block(x)
+    conv.to("tpu")
+    with no_fallback():
+        out = torch.compile(block)(x.to("tpu"))
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()

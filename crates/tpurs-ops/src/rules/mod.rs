@@ -17,6 +17,7 @@ mod graph_only;
 mod index;
 mod matmul;
 mod nn;
+mod pad;
 mod random;
 mod reduce;
 mod shape;
@@ -38,6 +39,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     shape::register(reg);
     sort::register(reg);
     upsample::register(reg);
+    pad::register(reg);
     graph_only::register(reg);
     crate::graph::register(reg);
 }

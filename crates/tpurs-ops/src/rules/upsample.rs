@@ -106,7 +106,7 @@ fn weights(
 }
 
 /// Contracts dim `d` of `x` with dim `with` of `m` and puts the new dim back at `d`.
-fn apply(b: &mut Builder, x: &Value, m: &Value, d: usize, with: i64) -> Result<Value> {
+pub(crate) fn apply(b: &mut Builder, x: &Value, m: &Value, d: usize, with: i64) -> Result<Value> {
     let y = b.dot_general(x, m, (&[], &[]), (&[d as i64], &[with]))?;
     let rank = x.rank() as i64;
     let mut perm: Vec<i64> = (0..rank - 1).collect();

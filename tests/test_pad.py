@@ -1,0 +1,31 @@
+"""Reflection, replication and circular padding (1-3 d, with and without a batch dim) and
+their gradients against CPU PyTorch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import check, no_fallback
+
+CASES = [
+    ((2, 3, 6), (2, 3)),
+    ((3, 6), (1, 0)),
+    ((2, 3, 5, 6), (1, 2, 3, 0)),
+    ((3, 5, 6), (2, 2, 1, 1)),
+    ((1, 2, 3, 4, 5), (1, 1, 2, 0, 0, 2)),
+]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,padding", CASES)
+def test_pad_modes(mode, shape, padding):
+    x = torch.randn(shape, requires_grad=True)
+    with no_fallback():
+        check(lambda t: F.pad(t, padding, mode=mode), x, grad=True)
+
+
+def test_replicate_integers_and_reflect_too_large_raises():
+    with no_fallback():
+        check(lambda t: F.pad(t, (2, 3), mode="replicate"), torch.arange(12).reshape(1, 3, 4))
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="Padding size should be less than"):
+            F.pad(torch.randn(1, 2, 3, device=device), (3, 0), mode="reflect")

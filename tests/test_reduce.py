@@ -385,6 +385,19 @@ def test_vector_norm_values(dtype):
         check(lambda t: torch.norm(t), x, **tol(dtype))
 
 
+def test_norm_overloads():
+    x = sample((4, 5), torch.float32)
+    with no_fallback():
+        check(lambda t: torch.ops.aten.norm.Scalar(t, 3), x)
+        check(lambda t: torch.norm(t, p=1, dim=1, keepdim=True), x)
+        check(lambda t: torch.norm(t, p="fro", dim=(0, 1)), x)
+        check(lambda t: torch.ops.aten.norm.ScalarOpt_dtype(t, 2, dtype=torch.float64), x)
+        check(lambda t: torch.ops.aten.norm.ScalarOpt_dim_dtype(t, float("inf"), [0], False, dtype=torch.float64), x)
+        out = torch.empty(0, device="tpu")
+        torch.norm(x.to("tpu"), p=2, dim=0, out=out)
+    torch.testing.assert_close(out.cpu(), torch.norm(x, p=2, dim=0))
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_vector_norm_grad(dtype):
     x = fsample((4, 5), dtype)

@@ -677,7 +677,8 @@ fn softmax_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, in_dtype))
 }
 
-/// `linalg_vector_norm` and `out=` (`ord` baked): inf / -inf / 0 / 1 / 2 / general p.
+/// `linalg_vector_norm`, the `norm` overloads and their `out=` forms (`ord` baked): inf /
+/// -inf / 0 / 1 / 2 / general p. `norm.Scalar` and `norm.ScalarOpt_dtype` reduce every dim.
 fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
     let ord = if ctx.has(1) {
@@ -685,15 +686,31 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     } else {
         2.0
     };
-    let dtype = ctx.opt_dtype(4)?.unwrap_or(ty.dtype);
+    let all_dims =
+        ctx.name.starts_with("norm.Scalar") && !ctx.overload().starts_with("ScalarOpt_dim");
+    let dtype_at = if ctx.overload().starts_with("ScalarOpt_dtype") {
+        2
+    } else {
+        4
+    };
+    let dtype = match ctx.arg(dtype_at) {
+        Arg::Dtype(d) => *d,
+        _ => ty.dtype,
+    };
     if !ty.dtype.is_float() {
         return Err(Error::NotImplemented(format!(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
             torch_name(ty.dtype)
         )));
     }
-    let dims = reduce_dims(&ctx.int_list(2)?, ty.rank())?;
-    let keepdim = ctx.bool_or(3, false)?;
+    let (dims, keepdim) = if all_dims {
+        (reduce_dims(&[], ty.rank())?, false)
+    } else {
+        (
+            reduce_dims(&ctx.int_list(2)?, ty.rank())?,
+            ctx.bool_or(3, false)?,
+        )
+    };
     if ord.is_infinite() && ty.numel() == 0 {
         return Err(Error::Runtime(format!(
             "linalg.vector_norm cannot compute the {}inf norm on an empty tensor because the operation does not have an identity",
@@ -813,7 +830,18 @@ pub(crate) fn register(reg: &mut Registry) {
         softmax_backward,
     );
     reg.ops(
-        &["linalg_vector_norm", "linalg_vector_norm.out"],
+        &[
+            "linalg_vector_norm",
+            "linalg_vector_norm.out",
+            "norm.Scalar",
+            "norm.Scalar_out",
+            "norm.ScalarOpt_dim",
+            "norm.out",
+            "norm.ScalarOpt_dim_dtype",
+            "norm.dtype_out",
+            "norm.ScalarOpt_dtype",
+            "norm.ScalarOpt_dtype_out",
+        ],
         vector_norm,
     )
     .bake_scalars();

@@ -50,6 +50,7 @@ def test_logit():
     x = torch.tensor([[-0.1, 0.0, 0.05, 0.3, 0.5, 0.9, 1.0, 1.2]]).requires_grad_()
     with no_fallback():
         check(lambda t: torch.logit(t, eps=0.1), x, grad=True)
+        check(lambda t: torch.logit(t, eps=0.6), x.detach())
         check(lambda t: torch.logit(t.clamp(0.01, 0.99)), x, grad=True)
         check(lambda t: torch.logit(t), x.detach())
 

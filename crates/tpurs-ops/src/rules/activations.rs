@@ -256,9 +256,14 @@ fn logit(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let b = &mut ctx.b;
     let x = b.convert(&x, opmath(d));
     let x = match e {
+        // PyTorch's order: `x < eps ? eps : (x > 1 - eps ? 1 - eps : x)` (eps > 0.5 inverts
+        // the bounds, where a clamp would differ).
         Some(e) => {
             let (lo, hi) = (full(b, &x, e), full(b, &x, 1.0 - e));
-            b.clamp(&lo, &x, &hi)
+            let above = b.compare(CompareDir::Gt, &x, &hi)?;
+            let upper = b.select(&above, &hi, &x)?;
+            let below = b.compare(CompareDir::Lt, &x, &lo)?;
+            b.select(&below, &lo, &upper)?
         }
         None => x,
     };

@@ -1,6 +1,8 @@
 """Neural-network ops (layer/rms norm, activations, dropout, losses, embedding backward,
 scaled dot-product attention), forward and backward, compared against CPU PyTorch."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -328,3 +330,30 @@ def test_sdpa_dropout_runs_on_device():
         out.sum().backward()
     assert out.shape == q.shape and torch.isfinite(out.cpu()).all()
     assert q.grad is not None and q.grad.shape == q.shape
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 4), 3), ((3, 4, 7), 2), ((2, 8, 3), 4)])
+def test_group_norm_forward_backward(shape, groups, affine):
+    x = torch.randn(shape, requires_grad=True)
+    c = shape[1]
+    w = torch.randn(c, requires_grad=True) if affine else None
+    b = torch.randn(c, requires_grad=True) if affine else None
+    with no_fallback():
+        check(lambda t, w, b: F.group_norm(t, groups, w, b, eps=1e-5), x, w, b, grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_group_norm_module_compiled():
+    torch._dynamo.reset()
+    gn = torch.nn.GroupNorm(2, 8)
+    x = torch.randn(2, 8, 5, 5)
+    expected = gn(x).square().mean()
+    expected.backward()
+    dev = copy.deepcopy(gn).to("tpu")
+    dev.zero_grad()
+    with no_fallback():
+        out = torch.compile(dev)(x.to("tpu")).square().mean()
+        out.backward()
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dev.weight.grad.cpu(), gn.weight.grad, atol=1e-5, rtol=1e-4)
+    torch._dynamo.reset()

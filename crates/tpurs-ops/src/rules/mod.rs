@@ -14,6 +14,7 @@ mod elementwise;
 mod factory;
 mod foreach;
 mod graph_only;
+mod group_norm;
 mod index;
 mod matmul;
 mod nn;
@@ -33,6 +34,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     matmul::register(reg);
     nn::register(reg);
     activations::register(reg);
+    group_norm::register(reg);
     conv::register(reg);
     reduce::register(reg);
     index::register(reg);

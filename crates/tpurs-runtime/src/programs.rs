@@ -11,8 +11,9 @@
 //! can crash the plugin or compute wrong numbers, so every entry carries a SHA-256 of its
 //! bytes, checked before the plugin sees them; a corrupt or truncated entry is recompiled
 //! (one warning) and rewritten. Writes go to a temporary file renamed into place, and a
-//! lock file per key makes a second process wait for the first one's compile instead of
-//! compiling the same program again.
+//! lock on the key (striped over 256 lock files per directory) makes a second process wait
+//! for the first one's compile instead of compiling the same program again. Nothing is
+//! evicted yet: the directory grows with every new program.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -192,10 +193,12 @@ impl Tier {
         }
     }
 
-    /// An exclusive lock on `key` held until the returned file is dropped.
+    /// An exclusive lock covering `key`, held until the returned file is dropped: one of 256
+    /// lock files chosen by the key's first byte, so locks do not pile up beside entries.
     fn lock(&self, key: &str) -> Option<File> {
-        fs::create_dir_all(&self.dir).ok()?;
-        let f = File::create(self.dir.join(format!("{key}.lock"))).ok()?;
+        let dir = self.dir.join("locks");
+        fs::create_dir_all(&dir).ok()?;
+        let f = File::create(dir.join(format!("{}.lock", &key[..2]))).ok()?;
         f.lock().ok()?;
         Some(f)
     }

@@ -342,3 +342,13 @@ def test_multihead_attention_module():
         xd = x.to("tpu")
         out = torch.compile(dev)(xd, xd, xd)[0]
     close(out, expected)
+
+
+def test_mingpt_example_compiled_matches_cpu():
+    from train import train
+
+    cpu = train("cpu", steps=4, batch_size=4, dropout=0.0, lr=1e-3, log_every=0)[2]
+    with no_fallback():
+        dev = train("tpu", steps=4, batch_size=4, dropout=0.0, lr=1e-3, log_every=0, compile=True)[2]
+    assert dev == pytest.approx(cpu, abs=1e-4), (dev, cpu)
+    assert dev[-1] < dev[0]

@@ -90,3 +90,13 @@ def test_broadcast_error_matches_cpu():
         torch.ones(2, 3) + torch.ones(4)
     with pytest.raises(RuntimeError, match="must match the size"):
         torch.ones(2, 3, device="tpu") + torch.ones(4, device="tpu")
+
+
+def test_round_decimals():
+    x = torch.tensor([1.2345, -2.5, 0.125, 123.456, -0.0049, 2.675, 15.0, 1e-3]) * torch.tensor(3.0)
+    with no_fallback():
+        for decimals in (0, 1, 2, 3, -1, -2):
+            check(lambda t: torch.round(t, decimals=decimals), x)
+        with pytest.raises(NotImplementedError, match="round_cpu"):
+            torch.round(torch.arange(5, device="tpu"), decimals=2)
+        check(lambda t: t.clone().round_(decimals=1), x)

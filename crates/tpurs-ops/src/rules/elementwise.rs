@@ -102,6 +102,31 @@ same_unary! {
     relu => |b, x| { let z = full(b, x, 0.0); Ok(b.max(x, &z)?) },
 }
 
+/// `round(self, *, decimals)`: `nearbyint(x * 10^d) / 10^d` (`x / 10^-d` first for negative
+/// `d`), with the power in the tensor's type as PyTorch computes it.
+fn round_decimals(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = ctx.int(1)?;
+    let x = ctx.tensor(0)?;
+    if !x.dtype().is_float() {
+        return Err(crate::Error::NotImplemented(format!(
+            "\"round_cpu\" not implemented for '{}'",
+            crate::dtype::torch_name(x.dtype())
+        )));
+    }
+    let b = &mut ctx.b;
+    let p = full(b, &x, 10f64.powi(d.unsigned_abs() as i32));
+    let r = if d >= 0 {
+        let y = b.mul(&x, &p)?;
+        let y = b.round_even(&y);
+        b.div(&y, &p)?
+    } else {
+        let y = b.div(&x, &p)?;
+        let y = b.round_even(&y);
+        b.mul(&y, &p)?
+    };
+    one(r)
+}
+
 fn trunc_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let s = b.sign(x);
     let a = b.abs(x);
@@ -412,6 +437,10 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("floor"), floor);
     reg.ops(variants!("ceil"), ceil);
     reg.ops(variants!("round"), round);
+    reg.ops(
+        &["round.decimals", "round_.decimals", "round.decimals_out"],
+        round_decimals,
+    );
     reg.ops(variants!("trunc"), trunc);
     reg.ops(variants!("frac"), frac);
     reg.ops(variants!("bitwise_not"), bitwise_not);

@@ -462,3 +462,17 @@ def test_errors():
     raises_like(lambda t: t.softmax(0), sample((2, 3), torch.int64))
     raises_like(lambda t: torch.linalg.vector_norm(t), sample((2, 3), torch.int64))
     raises_like(lambda t: torch.linalg.vector_norm(t, float("inf")), torch.zeros(0))
+
+
+def test_nansum_and_trace():
+    x = torch.tensor([[1.0, float("nan"), 2.0], [float("nan"), float("nan"), 3.0]])
+    with no_fallback():
+        check(torch.nansum, x)
+        check(lambda t: torch.nansum(t, dim=1, keepdim=True), x)
+        check(lambda t: torch.nansum(t, dim=0, dtype=torch.float64), x)
+        check(torch.nansum, torch.arange(6, dtype=torch.int32).reshape(2, 3))
+        check(torch.trace, torch.randn(4, 3, requires_grad=True), grad=True)
+        check(torch.trace, torch.arange(9, dtype=torch.int32).reshape(3, 3))
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="expected a matrix"):
+            torch.trace(torch.ones(3, device=device))

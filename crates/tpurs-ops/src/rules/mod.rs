@@ -22,6 +22,7 @@ mod pad;
 mod random;
 mod reduce;
 mod shape;
+mod softmax;
 mod sort;
 mod upsample;
 
@@ -37,6 +38,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     group_norm::register(reg);
     conv::register(reg);
     reduce::register(reg);
+    softmax::register(reg);
     index::register(reg);
     shape::register(reg);
     sort::register(reg);

@@ -3,7 +3,7 @@
 //! `all` / `any`, `_softmax` / `_log_softmax` with their backward ops, and
 //! `linalg_vector_norm`. Half types accumulate in f32, as PyTorch's CPU kernels do.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::{float_dtype, one, wrap_dim};
 use crate::ctx::{Arg, Ctx, Out};
@@ -15,7 +15,7 @@ use crate::table::Registry;
 pub(crate) type Combine = fn(&mut Builder, &Value, &Value) -> Value;
 
 /// `x + y` as a reduction body.
-fn add_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+pub(crate) fn add_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     b.add(x, y).expect("reduction operands share a type")
 }
 
@@ -111,7 +111,7 @@ fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<i64>> {
 }
 
 /// The dims of a single-dim op (`dim` of `max.dim`, softmax, cumsum): empty for 0-d tensors.
-fn one_dim(dim: i64, rank: usize) -> Result<Vec<i64>> {
+pub(crate) fn one_dim(dim: i64, rank: usize) -> Result<Vec<i64>> {
     let d = wrap_dim(dim, rank)?;
     Ok(if rank == 0 { vec![] } else { vec![d as i64] })
 }
@@ -122,7 +122,7 @@ fn reduced_count(shape: &[i64], dims: &[i64]) -> i64 {
 }
 
 /// Reduces `x` over `dims` from `init`, then restores the reduced dims as 1 when `keepdim`.
-fn reduce(
+pub(crate) fn reduce(
     b: &mut Builder,
     x: &Value,
     dims: &[i64],
@@ -157,7 +157,7 @@ fn keep(b: &mut Builder, r: &Value, shape: &[i64], dims: &[i64], keepdim: bool) 
 }
 
 /// Broadcasts a keepdim-reduced value back over `shape`.
-fn expand(b: &mut Builder, r: &Value, shape: &[i64]) -> Result<Value> {
+pub(crate) fn expand(b: &mut Builder, r: &Value, shape: &[i64]) -> Result<Value> {
     Ok(b.broadcast_to(r, shape)?)
 }
 
@@ -221,6 +221,44 @@ fn sum(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(accumulate(&mut ctx.b, &x, &dims, keepdim, dtype, false)?)
 }
 
+/// `nansum(self, dim?, keepdim, *, dtype)` and `out=`: a sum in which NaN counts as zero.
+fn nansum(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let dims = reduce_dims(&ctx.int_list(1)?, ty.rank())?;
+    let keepdim = ctx.bool_or(2, false)?;
+    let dtype = widened_dtype(ctx, ty.dtype, 3)?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = if x.dtype().is_float() {
+        let nan = b.compare(CompareDir::Ne, &x, &x)?;
+        let zero = b.full_like(&x, Literal::Int(0));
+        b.select(&nan, &zero, &x)?
+    } else {
+        x
+    };
+    one(accumulate(b, &x, &dims, keepdim, dtype, false)?)
+}
+
+/// `trace(self)` and `out=`: the sum of a matrix's main diagonal (integers sum as int64).
+fn trace(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    if ty.rank() != 2 {
+        return Err(Error::Runtime(format!(
+            "trace: expected a matrix, but got tensor with dim {}",
+            ty.rank()
+        )));
+    }
+    let dtype = widened_dtype(ctx, ty.dtype, usize::MAX)?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let idx = TensorType::new(DType::I64, ty.shape.clone());
+    let (row, col) = (b.iota(&idx, 0), b.iota(&idx, 1));
+    let diag = b.compare(CompareDir::Eq, &row, &col)?;
+    let zero = b.full_like(&x, Literal::Int(0));
+    let x = b.select(&diag, &x, &zero)?;
+    one(accumulate(b, &x, &[0, 1], false, dtype, false)?)
+}
+
 /// `prod` / `prod.dim_int` and their `out=` forms.
 fn prod(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let with_dim = matches!(ctx.overload(), "dim_int" | "int_out");
@@ -280,7 +318,13 @@ fn check_nonempty(op: &str, shape: &[i64], dims: &[i64]) -> Result<()> {
 }
 
 /// Maximum (`is_max`) or minimum of `x` over `dims`; NaN propagates.
-fn extreme(b: &mut Builder, x: &Value, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Value> {
+pub(crate) fn extreme(
+    b: &mut Builder,
+    x: &Value,
+    dims: &[i64],
+    keepdim: bool,
+    is_max: bool,
+) -> Result<Value> {
     let d = x.dtype();
     let (init, f): (Literal, Combine) = match (is_max, d == DType::Bool) {
         (true, true) => (lowest(d), or_c),
@@ -594,89 +638,6 @@ fn all_any(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, out))
 }
 
-/// The compute and result types of `_softmax` / `_log_softmax` (`half_to_float` gives f32).
-fn softmax_types(ctx: &Ctx) -> Result<(DType, DType)> {
-    let d = ctx.ty(0)?.dtype;
-    if !d.is_float() {
-        let base = ctx.name.split('.').next().unwrap_or("");
-        let ty = ctx.ty(0)?;
-        let last = ty.rank() <= 1 || wrap_dim(ctx.int(1)?, ty.rank())? + 1 == ty.rank();
-        let kernel = format!(
-            "{}softmax_{}kernel_impl",
-            if base.contains("log") { "log_" } else { "" },
-            if last { "lastdim_" } else { "" }
-        );
-        return Err(Error::NotImplemented(format!(
-            "\"{kernel}\" not implemented for '{}'",
-            torch_name(d)
-        )));
-    }
-    let out = if ctx.bool_or(2, false)? {
-        DType::F32
-    } else {
-        d
-    };
-    Ok((opmath(d), out))
-}
-
-/// `_softmax` / `_log_softmax` and `out=`: shifted by the max along `dim` for stability.
-fn softmax(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let is_log = ctx.name.starts_with("_log");
-    let (acc, out) = softmax_types(ctx)?;
-    let ty = ctx.ty(0)?;
-    let dims = one_dim(ctx.int(1)?, ty.rank())?;
-    let x = ctx.tensor(0)?;
-    let b = &mut ctx.b;
-    let x = b.convert(&x, acc);
-    let m = extreme(b, &x, &dims, true, true)?;
-    let m = expand(b, &m, &ty.shape)?;
-    let sh = b.sub(&x, &m)?;
-    let e = b.exp(&sh);
-    let s = reduce(b, &e, &dims, Literal::Int(0), add_c, true)?;
-    let s = expand(b, &s, &ty.shape)?;
-    let r = if is_log {
-        let l = b.log(&s);
-        b.sub(&sh, &l)?
-    } else {
-        b.div(&e, &s)?
-    };
-    one(b.convert(&r, out))
-}
-
-/// `_softmax_backward_data` / `_log_softmax_backward_data` and `out=`:
-/// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along `dim`, as `input_dtype`.
-fn softmax_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let is_log = ctx.name.starts_with("_log");
-    let ty = ctx.ty(1)?;
-    let dims = one_dim(ctx.int(2)?, ty.rank())?;
-    let Some(in_dtype) = ctx.opt_dtype(3)? else {
-        return Err(Error::Type(format!(
-            "{}: input_dtype is required",
-            ctx.name
-        )));
-    };
-    let acc = opmath(ty.dtype);
-    let g = ctx.tensor(0)?;
-    let y = ctx.tensor(1)?;
-    let b = &mut ctx.b;
-    let g = b.convert(&g, acc);
-    let y = b.convert(&y, acc);
-    let r = if is_log {
-        let s = reduce(b, &g, &dims, Literal::Int(0), add_c, true)?;
-        let s = expand(b, &s, &ty.shape)?;
-        let e = b.exp(&y);
-        let es = b.mul(&e, &s)?;
-        b.sub(&g, &es)?
-    } else {
-        let gy = b.mul(&g, &y)?;
-        let s = reduce(b, &gy, &dims, Literal::Int(0), add_c, true)?;
-        let s = expand(b, &s, &ty.shape)?;
-        let d = b.sub(&g, &s)?;
-        b.mul(&y, &d)?
-    };
-    one(b.convert(&r, in_dtype))
-}
-
 /// `linalg_vector_norm`, the `norm` overloads and their `out=` forms (`ord` baked): inf /
 /// -inf / 0 / 1 / 2 / general p. `norm.Scalar` and `norm.ScalarOpt_dtype` reduce every dim.
 fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -753,6 +714,8 @@ pub(crate) fn register(reg: &mut Registry) {
         sum,
     );
     reg.ops(&["mean", "mean.dtype_out", "mean.dim", "mean.out"], mean);
+    reg.ops(&["nansum", "nansum.out"], nansum);
+    reg.ops(&["trace", "trace.out"], trace);
     reg.ops(&["prod", "prod.out", "prod.dim_int", "prod.int_out"], prod);
     reg.ops(&["amax", "amax.out", "amin", "amin.out"], amax_amin);
     reg.ops(
@@ -810,24 +773,6 @@ pub(crate) fn register(reg: &mut Registry) {
             "any.all_out",
         ],
         all_any,
-    );
-    reg.ops(
-        &[
-            "_softmax",
-            "_softmax.out",
-            "_log_softmax",
-            "_log_softmax.out",
-        ],
-        softmax,
-    );
-    reg.ops(
-        &[
-            "_softmax_backward_data",
-            "_softmax_backward_data.out",
-            "_log_softmax_backward_data",
-            "_log_softmax_backward_data.out",
-        ],
-        softmax_backward,
     );
     reg.ops(
         &[

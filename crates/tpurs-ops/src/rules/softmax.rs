@@ -1,0 +1,115 @@
+//! Softmax and log-softmax (`_softmax`, `_log_softmax`) and their backwards, shifted by
+//! the row max for stability and computed in the opmath type.
+
+use tpurs_hlo::{DType, Literal};
+
+use super::reduce::{add_c, expand, extreme, one_dim, reduce};
+use super::{one, wrap_dim};
+use crate::ctx::{Ctx, Out};
+use crate::dtype::{opmath, torch_name};
+use crate::error::{Error, Result};
+use crate::table::Registry;
+
+/// The compute and result types of `_softmax` / `_log_softmax` (`half_to_float` gives f32).
+fn softmax_types(ctx: &Ctx) -> Result<(DType, DType)> {
+    let d = ctx.ty(0)?.dtype;
+    if !d.is_float() {
+        let base = ctx.name.split('.').next().unwrap_or("");
+        let ty = ctx.ty(0)?;
+        let last = ty.rank() <= 1 || wrap_dim(ctx.int(1)?, ty.rank())? + 1 == ty.rank();
+        let kernel = format!(
+            "{}softmax_{}kernel_impl",
+            if base.contains("log") { "log_" } else { "" },
+            if last { "lastdim_" } else { "" }
+        );
+        return Err(Error::NotImplemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            torch_name(d)
+        )));
+    }
+    let out = if ctx.bool_or(2, false)? {
+        DType::F32
+    } else {
+        d
+    };
+    Ok((opmath(d), out))
+}
+
+/// `_softmax` / `_log_softmax` and `out=`: shifted by the max along `dim` for stability.
+fn softmax(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let is_log = ctx.name.starts_with("_log");
+    let (acc, out) = softmax_types(ctx)?;
+    let ty = ctx.ty(0)?;
+    let dims = one_dim(ctx.int(1)?, ty.rank())?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = b.convert(&x, acc);
+    let m = extreme(b, &x, &dims, true, true)?;
+    let m = expand(b, &m, &ty.shape)?;
+    let sh = b.sub(&x, &m)?;
+    let e = b.exp(&sh);
+    let s = reduce(b, &e, &dims, Literal::Int(0), add_c, true)?;
+    let s = expand(b, &s, &ty.shape)?;
+    let r = if is_log {
+        let l = b.log(&s);
+        b.sub(&sh, &l)?
+    } else {
+        b.div(&e, &s)?
+    };
+    one(b.convert(&r, out))
+}
+
+/// `_softmax_backward_data` / `_log_softmax_backward_data` and `out=`:
+/// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along `dim`, as `input_dtype`.
+fn softmax_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let is_log = ctx.name.starts_with("_log");
+    let ty = ctx.ty(1)?;
+    let dims = one_dim(ctx.int(2)?, ty.rank())?;
+    let Some(in_dtype) = ctx.opt_dtype(3)? else {
+        return Err(Error::Type(format!(
+            "{}: input_dtype is required",
+            ctx.name
+        )));
+    };
+    let acc = opmath(ty.dtype);
+    let g = ctx.tensor(0)?;
+    let y = ctx.tensor(1)?;
+    let b = &mut ctx.b;
+    let g = b.convert(&g, acc);
+    let y = b.convert(&y, acc);
+    let r = if is_log {
+        let s = reduce(b, &g, &dims, Literal::Int(0), add_c, true)?;
+        let s = expand(b, &s, &ty.shape)?;
+        let e = b.exp(&y);
+        let es = b.mul(&e, &s)?;
+        b.sub(&g, &es)?
+    } else {
+        let gy = b.mul(&g, &y)?;
+        let s = reduce(b, &gy, &dims, Literal::Int(0), add_c, true)?;
+        let s = expand(b, &s, &ty.shape)?;
+        let d = b.sub(&g, &s)?;
+        b.mul(&y, &d)?
+    };
+    one(b.convert(&r, in_dtype))
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(
+        &[
+            "_softmax",
+            "_softmax.out",
+            "_log_softmax",
+            "_log_softmax.out",
+        ],
+        softmax,
+    );
+    reg.ops(
+        &[
+            "_softmax_backward_data",
+            "_softmax_backward_data.out",
+            "_log_softmax_backward_data",
+            "_log_softmax_backward_data.out",
+        ],
+        softmax_backward,
+    );
+}

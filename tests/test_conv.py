@@ -438,3 +438,17 @@ def test_small_cnn_running_stats_and_eval_match_cpu():
     with no_fallback():
         d_out = d_model.eval()(x.to("tpu")).detach().cpu()
     torch.testing.assert_close(d_out, c_model.eval()(x).detach(), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_max_unpool(dims):
+    pool = F.max_pool2d if dims == 2 else F.max_pool3d
+    unpool = F.max_unpool2d if dims == 2 else F.max_unpool3d
+    shape = (2, 3, 6, 8) if dims == 2 else (1, 2, 4, 6, 4)
+    x = torch.randn(shape)
+    values, indices = pool(x, 2, return_indices=True)
+    with no_fallback():
+        check(lambda v, i: unpool(v, i, 2), values, indices)
+        check(lambda v, i: unpool(v, i, 2, output_size=x.shape[-dims:]), values, indices)
+        check(lambda v, i: unpool(v, i, 2), values[0], indices[0])
+        check(lambda v, i: unpool(v, i, 2).sum() * 2, values.requires_grad_(), indices, grad=True)

@@ -24,6 +24,7 @@ mod reduce;
 mod shape;
 mod softmax;
 mod sort;
+mod unpool;
 mod upsample;
 
 /// Registers every family's rules.
@@ -44,6 +45,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     sort::register(reg);
     upsample::register(reg);
     pad::register(reg);
+    unpool::register(reg);
     graph_only::register(reg);
     crate::graph::register(reg);
 }

@@ -271,3 +271,13 @@ def test_empty():
     with no_fallback():
         check(torch.mm, torch.randn(0, 4), torch.randn(4, 5))
         check(torch.mm, torch.randn(3, 0), torch.randn(0, 5))
+
+
+def test_vdot_real():
+    a, b = torch.randn(7, requires_grad=True), torch.randn(7, requires_grad=True)
+    with no_fallback():
+        check(torch.vdot, a, b, grad=True, atol=1e-5, rtol=1e-5)
+        check(torch.vdot, torch.arange(5), torch.arange(5))
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="1D tensors expected"):
+            torch.vdot(torch.ones(2, 2, device=device), torch.ones(4, device=device))

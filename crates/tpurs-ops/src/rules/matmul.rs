@@ -250,8 +250,9 @@ fn addmv(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(add_scaled(ctx, p, 0, 3, 4)?)
 }
 
-/// `dot(self, tensor)` of two vectors.
+/// `dot(self, tensor)` of two vectors; also `vdot` (the same for real dtypes).
 fn dot_rule(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let op = ctx.name.split('.').next().unwrap_or("dot");
     let (a, b) = (ctx.ty(0)?, ctx.ty(1)?);
     if a.rank() != 1 || b.rank() != 1 {
         return runtime(format!(
@@ -268,12 +269,12 @@ fn dot_rule(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     if a.dtype != b.dtype {
         return runtime(format!(
-            "dot : expected both vectors to have same dtype, but found {} and {}",
+            "{op} : expected both vectors to have same dtype, but found {} and {}",
             torch_name(a.dtype),
             torch_name(b.dtype)
         ));
     }
-    check_dtypes(ctx, &[0, 1], "dot")?;
+    check_dtypes(ctx, &[0, 1], op)?;
     let (x, y) = (ctx.tensor(0)?, ctx.tensor(1)?);
     one(dot(ctx, &x, &y, (&[], &[]), (&[0], &[0]))?)
 }
@@ -286,5 +287,5 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["baddbmm", "baddbmm_", "baddbmm.out"], baddbmm);
     reg.ops(&["mv", "mv.out"], mv);
     reg.ops(&["addmv", "addmv_", "addmv.out"], addmv);
-    reg.ops(&["dot", "dot.out"], dot_rule);
+    reg.ops(&["dot", "dot.out", "vdot", "vdot.out"], dot_rule);
 }

@@ -24,6 +24,7 @@ mod reduce;
 mod shape;
 mod softmax;
 mod sort;
+mod special;
 mod unpool;
 mod upsample;
 
@@ -43,6 +44,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     index::register(reg);
     shape::register(reg);
     sort::register(reg);
+    special::register(reg);
     upsample::register(reg);
     pad::register(reg);
     unpool::register(reg);

@@ -100,3 +100,37 @@ def test_round_decimals():
         with pytest.raises(NotImplementedError, match="round_cpu"):
             torch.round(torch.arange(5, device="tpu"), decimals=2)
         check(lambda t: t.clone().round_(decimals=1), x)
+
+
+INVERSE_TRIG = {
+    torch.asin: [-1.0, -0.7, -1e-4, 0.0, 0.3, 0.999, 1.0, 1.5],
+    torch.acos: [-1.0, -0.7, 0.0, 0.3, 0.999, 1.0, -1.2],
+    torch.asinh: [-1e12, -3.0, -1e-5, 0.0, 0.5, 2.0, 1e3, 1e12],
+    torch.acosh: [0.5, 1.0, 1.0001, 1.5, 10.0, 1e5, 1e12],
+    torch.atanh: [-1.0, -0.9, -1e-5, 0.0, 0.5, 0.999, 1.0, 1.5],
+}
+
+
+@pytest.mark.parametrize("op", list(INVERSE_TRIG), ids=lambda f: f.__name__)
+def test_inverse_trig_and_hyperbolic(op):
+    x = torch.tensor(INVERSE_TRIG[op])
+    with no_fallback():
+        check(op, x, atol=1e-5, rtol=1e-5)
+        check(op, torch.arange(0, 2))
+        inside = (
+            x[(x.abs() < 0.95) & (x.abs() > 1e-3)] if op not in (torch.acosh, torch.asinh) else x[(x > 1.2) & (x < 1e4)]
+        )
+        check(lambda t: op(t).sum(), inside.clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_copysign_fmax_fmin():
+    nan = float("nan")
+    a = torch.tensor([1.0, -2.0, 3.0, nan, 0.0, -0.0, 5.0])
+    b = torch.tensor([-1.0, 2.0, -0.0, 1.0, nan, -3.0, nan])
+    with no_fallback():
+        check(torch.copysign, a, b)
+        check(lambda t: torch.copysign(t, -1.0), a)
+        check(torch.copysign, torch.arange(-3, 4), torch.tensor([1, -1, 1, -1, 1, -1, 1]))
+        for op in (torch.fmax, torch.fmin):
+            check(op, a, b)
+            check(op, torch.tensor([1, 5, -3]), torch.tensor([2, 4, -3]))

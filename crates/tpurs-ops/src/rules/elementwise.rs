@@ -87,6 +87,117 @@ float_unary! {
     sinh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.sub(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
     cosh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.add(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
     atan => |b, x| { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
+    asin => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(x, &c)?) },
+    acos => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(&c, x)?) },
+    asinh => asinh_of,
+    acosh => acosh_of,
+    atanh => |b, x| {
+        // 0.5 * log1p(2x / (1 - x)): inf at 1, NaN beyond.
+        let one = full(b, x, 1.0);
+        let d = b.sub(&one, x)?;
+        let t = b.add(x, x)?;
+        let q = b.div(&t, &d)?;
+        let l = b.log1p(&q);
+        let h = full(b, x, 0.5);
+        Ok(b.mul(&h, &l)?)
+    },
+}
+
+/// `sqrt(1 - x^2)`.
+fn sqrt_one_minus_sq(b: &mut Builder, x: &Value) -> Result<Value> {
+    let one = full(b, x, 1.0);
+    let x2 = b.mul(x, x)?;
+    let d = b.sub(&one, &x2)?;
+    Ok(b.sqrt(&d))
+}
+
+/// Above this magnitude `asinh` / `acosh` are `log(2|x|)` (the squares would overflow).
+const HUGE: f64 = 1e9;
+
+/// `sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))`, accurate near 0 and for large `|x|`.
+fn asinh_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let a = b.abs(x);
+    let one = full(b, x, 1.0);
+    let a2 = b.mul(&a, &a)?;
+    let r = b.add(&a2, &one)?;
+    let r = b.sqrt(&r);
+    let d = b.add(&one, &r)?;
+    let t = b.div(&a2, &d)?;
+    let t = b.add(&a, &t)?;
+    let small = b.log1p(&t);
+    let big = log_twice(b, &a)?;
+    let huge = full(b, x, HUGE);
+    let is_big = b.compare(CompareDir::Gt, &a, &huge)?;
+    let l = b.select(&is_big, &big, &small)?;
+    let s = b.sign(x);
+    Ok(b.mul(&s, &l)?)
+}
+
+/// `log1p((x - 1) + sqrt((x - 1)(x + 1)))`: NaN below 1.
+fn acosh_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let one = full(b, x, 1.0);
+    let xm = b.sub(x, &one)?;
+    let xp = b.add(x, &one)?;
+    let p = b.mul(&xm, &xp)?;
+    let r = b.sqrt(&p);
+    let t = b.add(&xm, &r)?;
+    let small = b.log1p(&t);
+    let big = log_twice(b, x)?;
+    let huge = full(b, x, HUGE);
+    let is_big = b.compare(CompareDir::Gt, x, &huge)?;
+    Ok(b.select(&is_big, &big, &small)?)
+}
+
+/// `log(2 a)` computed as `log(a) + log(2)`.
+fn log_twice(b: &mut Builder, a: &Value) -> Result<Value> {
+    let l = b.log(a);
+    let ln2 = full(b, a, std::f64::consts::LN_2);
+    Ok(b.add(&l, &ln2)?)
+}
+
+/// `copysign(self, other)`: `|self|` with the sign bit of `other` (so -0.0 counts as
+/// negative).
+fn copysign(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let v = operands(ctx, &[0, 1], dtype)?;
+    let b = &mut ctx.b;
+    let wide = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let int = if wide == DType::F64 {
+        DType::I64
+    } else {
+        DType::I32
+    };
+    let y = b.convert(&v[1], wide);
+    let y = b.bitcast_convert(&y, int);
+    let zero = b.full_like(&y, Literal::Int(0));
+    let negative = b.compare(CompareDir::Lt, &y, &zero)?;
+    let a = b.abs(&v[0]);
+    let na = b.neg(&a);
+    one(b.select(&negative, &na, &a)?)
+}
+
+/// `fmax` / `fmin`: the larger / smaller operand, ignoring a NaN unless both are NaN.
+fn fmax_fmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let is_max = ctx.name.starts_with("fmax");
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let v = operands(ctx, &[0, 1], dtype)?;
+    let b = &mut ctx.b;
+    let m = if is_max {
+        b.max(&v[0], &v[1])?
+    } else {
+        b.min(&v[0], &v[1])?
+    };
+    if !dtype.is_float() {
+        return one(m);
+    }
+    let x_nan = b.compare(CompareDir::Ne, &v[0], &v[0])?;
+    let y_nan = b.compare(CompareDir::Ne, &v[1], &v[1])?;
+    let r = b.select(&x_nan, &v[1], &m)?;
+    one(b.select(&y_nan, &v[0], &r)?)
 }
 
 same_unary! {
@@ -426,6 +537,23 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("sinh"), sinh);
     reg.ops(variants!("cosh"), cosh);
     reg.ops(variants!("atan"), atan);
+    reg.ops(variants!("asin"), asin);
+    reg.ops(variants!("acos"), acos);
+    reg.ops(variants!("asinh"), asinh);
+    reg.ops(variants!("acosh"), acosh);
+    reg.ops(variants!("atanh"), atanh);
+    reg.ops(
+        &[
+            "copysign.Tensor",
+            "copysign_.Tensor",
+            "copysign.out",
+            "copysign.Scalar",
+            "copysign_.Scalar",
+            "copysign.Scalar_out",
+        ],
+        copysign,
+    );
+    reg.ops(&["fmax", "fmax.out", "fmin", "fmin.out"], fmax_fmin);
     reg.ops(variants!("sigmoid"), sigmoid);
     reg.ops(variants!("reciprocal"), reciprocal);
     reg.ops(variants!("erf"), erf);

@@ -20,3 +20,29 @@ def test_digamma():
         check(torch.digamma, POINTS, atol=1e-4, rtol=1e-4)
         check(torch.digamma, torch.tensor([0.0, -1.0, -3.0, float("inf"), float("nan")]))
         check(torch.special.digamma, torch.arange(1, 8), atol=1e-5, rtol=1e-5)
+
+
+def test_polygamma():
+    x = torch.tensor([0.2, 0.5, 1.0, 2.5, 7.0, 30.0, -0.5, -2.5, -7.25])
+    with no_fallback():
+        for n in (0, 1, 2, 3, 5):
+            check(lambda t: torch.polygamma(n, t), x, atol=1e-4, rtol=1e-4)
+        # The pole at 0 (CPU's trigamma gives large finite values at negative integers).
+        check(lambda t: torch.polygamma(1, t), torch.tensor([0.0]))
+        check(lambda t: torch.polygamma(2, t), torch.arange(1, 5))
+        check(
+            lambda t: torch.polygamma(1, t).sum(),
+            torch.tensor([0.7, 1.3, 4.0]).requires_grad_(),
+            grad=True,
+            atol=1e-4,
+            rtol=1e-4,
+        )
+
+
+def test_zeta():
+    x = torch.tensor([2.0, 3.0, 1.0, 0.5, 4.5, 2.0, 3.0, 2.0])
+    q = torch.tensor([1.0, 2.0, 1.0, 1.0, 0.3, -1.0, -2.5, 100.0])
+    with no_fallback():
+        check(torch.special.zeta, x, q, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.special.zeta(t, 2.0), x)
+        check(lambda t: torch.special.zeta(3.0, t), q.abs() + 0.1, atol=1e-5, rtol=1e-5)

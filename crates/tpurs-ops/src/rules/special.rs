@@ -1,10 +1,11 @@
 //! Special functions: `lgamma` and `digamma` by the Lanczos approximation (g = 7, nine
-//! terms; about 1e-7 relative in f32) with the reflection formula below 1/2, computed in
-//! f32 or wider.
+//! terms; about 1e-7 relative in f32) with the reflection formula below 1/2; the Hurwitz
+//! zeta function (Cephes' Euler-Maclaurin sum, unrolled) and `polygamma` built on it.
+//! Computed in f32 or wider.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Value};
 
-use super::{float_dtype, full, one};
+use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
 use crate::error::Result;
 use crate::table::Registry;
@@ -137,6 +138,127 @@ fn digamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.select(&at_zero, &ninf, &y)?)
 }
 
+/// Euler-Maclaurin coefficients of Cephes' `zeta`.
+const ZETA_A: [f64; 12] = [
+    12.0,
+    -720.0,
+    30240.0,
+    -1209600.0,
+    47900160.0,
+    -1.892_437_580_318_379_2e9,
+    7.472_424_96e10,
+    -2.950_130_727_918_164_3e12,
+    1.164_678_281_435_006_7e14,
+    -4.597_978_722_407_472_6e15,
+    1.815_210_540_194_354_7e17,
+    -7.166_165_256_175_667e18,
+];
+
+/// Terms summed directly before the Euler-Maclaurin tail (Cephes sums until the base
+/// passes 9; a fixed count keeps the program static and covers `q > -(DIRECT - 9)`).
+const DIRECT: usize = 40;
+
+/// The Hurwitz zeta function `sum_k (q + k)^-x`, elementwise over `x` and `q` (one shape).
+fn zeta_of(b: &mut Builder, x: &Value, q: &Value) -> Result<Value> {
+    let nx = b.neg(x);
+    let one_v = full(b, x, 1.0);
+    let mut a = q.clone();
+    let mut s = b.pow(&a, &nx)?;
+    for _ in 0..DIRECT {
+        a = b.add(&a, &one_v)?;
+        let t = b.pow(&a, &nx)?;
+        s = b.add(&s, &t)?;
+    }
+    let w = a;
+    let mut bw = b.pow(&w, &nx)?;
+    let xm1 = b.sub(x, &one_v)?;
+    let tail = b.mul(&bw, &w)?;
+    let tail = b.div(&tail, &xm1)?;
+    s = b.add(&s, &tail)?;
+    let half = full(b, x, 0.5);
+    let hb = b.mul(&half, &bw)?;
+    s = b.sub(&s, &hb)?;
+    let mut acc = one_v.clone();
+    let mut k = 0.0;
+    for c in ZETA_A {
+        let xk = full(b, x, k);
+        let xk = b.add(x, &xk)?;
+        acc = b.mul(&acc, &xk)?;
+        bw = b.div(&bw, &w)?;
+        let t = b.mul(&acc, &bw)?;
+        let c = full(b, x, c);
+        let t = b.div(&t, &c)?;
+        s = b.add(&s, &t)?;
+        let xk1 = full(b, x, k + 1.0);
+        let xk1 = b.add(x, &xk1)?;
+        acc = b.mul(&acc, &xk1)?;
+        bw = b.div(&bw, &w)?;
+        k += 2.0;
+    }
+    // Cephes' domain: inf at x == 1 and at poles q = 0, -1, ...; NaN for x < 1 and for
+    // negative q with a non-integer x.
+    let inf = full(b, x, f64::INFINITY);
+    let nan = full(b, x, f64::NAN);
+    let zero = full(b, x, 0.0);
+    let fq = b.floor(q);
+    let q_int = b.compare(CompareDir::Eq, q, &fq)?;
+    let q_nonpos = b.compare(CompareDir::Le, q, &zero)?;
+    let pole = b.and(&q_int, &q_nonpos)?;
+    let fx = b.floor(x);
+    let x_frac = b.compare(CompareDir::Ne, x, &fx)?;
+    let q_neg = b.compare(CompareDir::Lt, q, &zero)?;
+    let bad_q = b.and(&q_neg, &x_frac)?;
+    let x_lt1 = b.compare(CompareDir::Lt, x, &one_v)?;
+    let x_eq1 = b.compare(CompareDir::Eq, x, &one_v)?;
+    let s = b.select(&bad_q, &nan, &s)?;
+    let s = b.select(&pole, &inf, &s)?;
+    let s = b.select(&x_lt1, &nan, &s)?;
+    Ok(b.select(&x_eq1, &inf, &s)?)
+}
+
+/// `special_zeta(self, other)` in its Tensor / Scalar overloads: `zeta(x = self, q = other)`.
+fn zeta(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let wide = if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let v = operands(ctx, &[0, 1], wide)?;
+    let z = zeta_of(&mut ctx.b, &v[0], &v[1])?;
+    one(ctx.b.convert(&z, d))
+}
+
+/// `polygamma(n, self)`: digamma for `n = 0`, else `(-1)^(n+1) n! zeta(n + 1, x)`.
+fn polygamma(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let n = ctx.int(0)?;
+    if n < 0 {
+        return Err(crate::Error::Runtime(
+            "polygamma(n, x) does not support negative n.".into(),
+        ));
+    }
+    let d = float_dtype(ctx.ty(1)?.dtype, ctx.default_float());
+    let wide = if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let x = ctx.tensor(1)?;
+    let b = &mut ctx.b;
+    let x = b.convert(&x, wide);
+    let y = if n == 0 {
+        digamma_of(b, &x)?
+    } else {
+        let order = full(b, &x, n as f64 + 1.0);
+        let z = zeta_of(b, &order, &x)?;
+        let factorial: f64 = (1..=n).map(|k| k as f64).product();
+        let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+        let c = full(b, &x, sign * factorial);
+        b.mul(&c, &z)?
+    };
+    one(b.convert(&y, d))
+}
+
 /// Applies `f` in f32 (or f64) to argument 0 promoted to a float dtype.
 fn special(ctx: &mut Ctx, f: fn(&mut Builder, &Value) -> Result<Value>) -> Result<Vec<Out>> {
     let d = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
@@ -158,4 +280,16 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["digamma", "digamma_", "digamma.out"], |ctx| {
         special(ctx, digamma_of)
     });
+    reg.ops(&["polygamma", "polygamma.out"], polygamma);
+    reg.ops(
+        &[
+            "special_zeta",
+            "special_zeta.other_scalar",
+            "special_zeta.self_scalar",
+            "special_zeta.out",
+            "special_zeta.self_scalar_out",
+            "special_zeta.other_scalar_out",
+        ],
+        zeta,
+    );
 }

@@ -281,3 +281,19 @@ def test_vdot_real():
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="1D tensors expected"):
             torch.vdot(torch.ones(2, 2, device=device), torch.ones(4, device=device))
+
+
+def test_addbmm():
+    m, b1, b2 = torch.randn(3, 5), torch.randn(4, 3, 2), torch.randn(4, 2, 5)
+    with no_fallback():
+        check(torch.addbmm, m, b1, b2, atol=1e-5, rtol=1e-5)
+        check(lambda x, y, z: torch.addbmm(x, y, z, beta=0.5, alpha=2.0), m, b1, b2, atol=1e-5, rtol=1e-5)
+        check(
+            lambda x, y, z: torch.addbmm(x, y, z).sum(),
+            m.requires_grad_(),
+            b1.requires_grad_(),
+            b2.requires_grad_(),
+            grad=True,
+            atol=1e-4,
+            rtol=1e-4,
+        )

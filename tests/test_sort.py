@@ -97,3 +97,17 @@ def test_topk_in_a_compiled_graph():
         out = f(x.to("tpu"))
     torch.testing.assert_close(out.cpu(), f(x), atol=1e-5, rtol=1e-5)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
+def test_cummax_cummin(op):
+    ties = torch.tensor(
+        [[1.0, 3.0, 3.0, 2.0, float("nan"), 5.0, float("nan"), 0.0], [2.0, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0, 9.0]]
+    )
+    with no_fallback():
+        check(lambda t: op(t, 1), ties)
+        check(lambda t: op(t, 0), ties)
+        check(lambda t: op(t, -1), torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]], dtype=torch.int32))
+        check(lambda t: op(t, 0), torch.tensor([True, False, True, True]))
+        check(lambda t: op(t, 0), torch.tensor(2.5))
+        check(lambda t: op(t, 1).values.sum(), distinct((3, 7), torch.float32).requires_grad_(), grad=True)

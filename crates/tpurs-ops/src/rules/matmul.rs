@@ -207,6 +207,16 @@ fn baddbmm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(add_scaled(ctx, p, 0, 3, 4)?)
 }
 
+/// `addbmm(self, batch1, batch2, beta, alpha)`: the batch of products summed into one
+/// matrix (one dot contracting the batch and inner dims).
+fn addbmm(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    check_bmm(ctx, 1, 2)?;
+    check_dtypes(ctx, &[1, 2, 0], "addbmm")?;
+    let (a, b) = (ctx.tensor(1)?, ctx.tensor(2)?);
+    let p = dot(ctx, &a, &b, (&[], &[]), (&[0, 2], &[0, 1]))?;
+    one(add_scaled(ctx, p, 0, 3, 4)?)
+}
+
 /// Checks a matrix-vector product's shapes (`mat` at `m`, `vec` at `v`; `input` for addmv).
 fn check_mv(ctx: &Ctx, m: usize, v: usize, input: Option<usize>) -> Result<()> {
     let (a, b) = (ctx.ty(m)?.shape, ctx.ty(v)?.shape);
@@ -285,6 +295,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["bmm", "bmm.out"], bmm);
     reg.ops(&["addmm", "addmm_", "addmm.out"], addmm);
     reg.ops(&["baddbmm", "baddbmm_", "baddbmm.out"], baddbmm);
+    reg.ops(&["addbmm", "addbmm_", "addbmm.out"], addbmm);
     reg.ops(&["mv", "mv.out"], mv);
     reg.ops(&["addmv", "addmv_", "addmv.out"], addmv);
     reg.ops(&["dot", "dot.out", "vdot", "vdot.out"], dot_rule);

@@ -21,6 +21,7 @@ mod nn;
 mod pad;
 mod random;
 mod reduce;
+mod running;
 mod shape;
 mod softmax;
 mod sort;
@@ -40,6 +41,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     group_norm::register(reg);
     conv::register(reg);
     reduce::register(reg);
+    running::register(reg);
     softmax::register(reg);
     index::register(reg);
     shape::register(reg);

@@ -59,7 +59,7 @@ fn or_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
 }
 
 /// The smallest value of `d` (the identity of `max`).
-fn lowest(d: DType) -> Literal {
+pub(crate) fn lowest(d: DType) -> Literal {
     match d {
         DType::Bool => Literal::Bool(false),
         DType::I8 => Literal::Int(i8::MIN as i64),
@@ -72,7 +72,7 @@ fn lowest(d: DType) -> Literal {
 }
 
 /// The largest value of `d` (the identity of `min`).
-fn highest(d: DType) -> Literal {
+pub(crate) fn highest(d: DType) -> Literal {
     match d {
         DType::Bool => Literal::Bool(true),
         DType::I8 => Literal::Int(i8::MAX as i64),

@@ -16,6 +16,7 @@ mod foreach;
 mod graph_only;
 mod group_norm;
 mod index;
+mod linalg;
 mod matmul;
 mod nn;
 mod pad;
@@ -36,6 +37,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     foreach::register(reg);
     random::register(reg);
     matmul::register(reg);
+    linalg::register(reg);
     nn::register(reg);
     activations::register(reg);
     group_norm::register(reg);

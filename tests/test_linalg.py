@@ -1,0 +1,69 @@
+"""Cholesky, triangular solves, cholesky_solve and cholesky_inverse against CPU PyTorch,
+batched and broadcast, with gradients and LAPACK's info for matrices that are not
+positive definite."""
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+
+def spd(*batch, n=4):
+    a = torch.randn(*batch, n, n)
+    return a @ a.mT + n * torch.eye(n)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky(upper):
+    a = spd(3, n=5)
+    with no_fallback():
+        check(lambda t: torch.linalg.cholesky_ex(t, upper=upper), a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.cholesky(t, upper=upper), a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.cholesky(t).sum(), a[0].clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_cholesky_info_for_indefinite_matrices():
+    a = spd(5, n=6)
+    for i, k in enumerate([0, 1, 2, 4, 5]):
+        a[i, k, k] = -100.0  # leading minor k + 1 is not positive definite
+    a[0] = spd(n=6)
+    with no_fallback():
+        info = torch.linalg.cholesky_ex(a.to("tpu")).info
+    assert info.tolist() == torch.linalg.cholesky_ex(a).info.tolist()
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.cholesky(a.to("tpu"))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(upper, left, unit):
+    a = torch.randn(2, 4, 4).triu() if upper else torch.randn(2, 4, 4).tril()
+    a = a + 4 * torch.eye(4)
+    rhs = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
+    with no_fallback():
+        check(
+            lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit),
+            a,
+            rhs,
+            atol=1e-4,
+            rtol=1e-4,
+        )
+        check(
+            lambda x, y: torch.triangular_solve(y, x, upper=upper, transpose=unit),
+            a,
+            torch.randn(2, 4, 3),
+            atol=1e-4,
+            rtol=1e-4,
+        )
+
+
+def test_cholesky_solve_and_inverse_broadcast():
+    a = spd(2, n=4)
+    L = torch.linalg.cholesky(a)
+    rhs = torch.randn(3, 1, 4, 2)
+    with no_fallback():
+        for upper in (False, True):
+            f = L.mT if upper else L
+            check(lambda b, l: torch.cholesky_solve(b, l, upper=upper), rhs, f, atol=1e-4, rtol=1e-4)
+            check(lambda l: torch.cholesky_inverse(l, upper=upper), f[0], atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.linalg.cholesky(t).sum(), a[1].clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)

@@ -318,3 +318,21 @@ def test_nonzero_and_masked_select_on_device(dtype):
         check(lambda t, m: torch.masked_select(t, m), x, mask[0])  # broadcast mask
         check(torch.nonzero, torch.zeros(0, 3, dtype=dtype))
         check(lambda t: torch.nonzero_static(t, size=20, fill_value=-7), x)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    x = torch.randn(5, 3)
+    src = torch.randn(4, 3)
+    src[1, 2] = float("nan")
+    idx = torch.tensor([0, 4, 0, 2])
+
+    def f(t, i, s, dim=0):
+        return t.index_reduce(dim, i, s, reduce, include_self=include_self)
+
+    with no_fallback():
+        check(f, x, idx, src)
+        check(lambda t, i, s: f(t, i, s, dim=1), x, torch.tensor([2, 2]), torch.randn(5, 2))
+        check(f, torch.arange(-6, 9).reshape(5, 3), idx, torch.arange(12).reshape(4, 3) - 5)
+        check(lambda t, i, s: t.clone().index_reduce_(0, i, s, reduce, include_self=include_self), x, idx, src)

@@ -16,6 +16,7 @@ mod foreach;
 mod graph_only;
 mod group_norm;
 mod index;
+mod index_reduce;
 mod linalg;
 mod matmul;
 mod nn;
@@ -46,6 +47,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     running::register(reg);
     softmax::register(reg);
     index::register(reg);
+    index_reduce::register(reg);
     shape::register(reg);
     sort::register(reg);
     special::register(reg);

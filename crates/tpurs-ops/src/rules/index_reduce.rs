@@ -1,0 +1,158 @@
+//! `index_reduce(self, dim, index, source, reduce, include_self)`: rows of `source` reduced
+//! into the rows of `self` that `index` names, with `prod`, `mean`, `amax` or `amin`. One
+//! scatter per quantity; `include_self=False` first resets the touched rows to the
+//! reduction's identity, and `mean` divides by a scattered count (floor division for
+//! integers, as on CPU).
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
+
+use super::reduce::{highest, lowest};
+use super::{one, wrap_dim};
+use crate::ctx::{Ctx, Out};
+use crate::dtype::torch_name;
+use crate::error::{runtime, Error, Result};
+use crate::table::Registry;
+
+fn add(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    b.add(x, y).expect("same type")
+}
+
+fn mul(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    b.mul(x, y).expect("same type")
+}
+
+/// `max` / `min` combining bodies that propagate NaN (either operand NaN gives NaN).
+fn nan_or(b: &mut Builder, x: &Value, y: &Value, m: Value) -> Value {
+    if !x.dtype().is_float() {
+        return m;
+    }
+    let s = b.add(x, y).expect("same type");
+    let nan = b.compare(CompareDir::Ne, &s, &s).expect("same type");
+    b.select(&nan, &s, &m).expect("same type")
+}
+
+fn max(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    let m = b.max(x, y).expect("same type");
+    nan_or(b, x, y, m)
+}
+
+fn min(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    let m = b.min(x, y).expect("same type");
+    nan_or(b, x, y, m)
+}
+
+fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let rank = x.rank().max(1);
+    let dim = wrap_dim(ctx.int(1)?, rank)?;
+    let it = ctx.ty(2)?;
+    if it.rank() > 1 || !matches!(it.dtype, DType::I64 | DType::I32) {
+        return Err(Error::Index(
+            "index_reduce_(): Index is supposed to be a vector of int64 or int32".into(),
+        ));
+    }
+    let st = ctx.ty(3)?;
+    if st.dtype != x.dtype() {
+        return runtime(format!(
+            "index_reduce_(): self ({}) and source ({}) must have the same scalar type",
+            torch_name(x.dtype()),
+            torch_name(st.dtype)
+        ));
+    }
+    let reduce = ctx.str(4)?.to_string();
+    let include_self = ctx.bool_or(5, true)?;
+    let n = it.numel();
+    let shape = if x.rank() == 0 {
+        vec![1]
+    } else {
+        x.shape().to_vec()
+    };
+    let mut expect = shape.clone();
+    expect[dim] = n;
+    if st.numel() != expect.iter().product::<i64>() {
+        return runtime(format!(
+            "index_reduce_(): Source/destination tensor must have same slice shapes. Destination slice shape: {:?} at dimension {dim} and source slice shape: {:?} at dimension 0.",
+            x.shape(),
+            st.shape
+        ));
+    }
+    let (identity, f): (Literal, fn(&mut Builder, &Value, &Value) -> Value) = match reduce.as_str() {
+        "prod" => (Literal::Int(1), mul),
+        "mean" => (Literal::Int(0), add),
+        "amax" => (lowest(x.dtype()), max),
+        "amin" => (highest(x.dtype()), min),
+        other => {
+            return runtime(format!(
+                "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {other}."
+            ))
+        }
+    };
+    if n == 0 {
+        return one(x);
+    }
+    let idx = ctx.tensor(2)?;
+    let s = ctx.tensor(3)?;
+    let b = &mut ctx.b;
+    let x1 = b.reshape(&x, &shape)?;
+    let s = b.reshape(&s, &expect)?;
+    let idx = b.convert(&idx, DType::I64);
+    let ind = b.reshape(&idx, &[n, 1])?;
+    let dims = ScatterDims {
+        update_window_dims: (0..shape.len() as i64)
+            .filter(|&d| d != dim as i64)
+            .collect(),
+        inserted_window_dims: vec![dim as i64],
+        scatter_dims_to_operand_dims: vec![dim as i64],
+        index_vector_dim: 1,
+    };
+    // How many source rows land on each row of self.
+    let zeros = b.splat(Literal::Int(0), &TensorType::new(DType::I32, shape.clone()));
+    let ones = b.splat(
+        Literal::Int(1),
+        &TensorType::new(DType::I32, expect.clone()),
+    );
+    let hits = b.scatter(&zeros, &ind, &ones, &dims, Some(add));
+    let touched = b.compare(CompareDir::Ne, &hits, &zeros)?;
+    let base = if include_self {
+        x1.clone()
+    } else {
+        let id = b.full_like(&x1, identity);
+        b.select(&touched, &id, &x1)?
+    };
+    let r = b.scatter(&base, &ind, &s, &dims, Some(f));
+    let r = if reduce == "mean" {
+        // count = hits (+1 when self counts), at least 1.
+        let one_v = b.full_like(&x1, Literal::Int(1));
+        let hits = b.convert(&hits, x.dtype());
+        let count = if include_self {
+            b.add(&hits, &one_v)?
+        } else {
+            hits
+        };
+        let count = b.max(&count, &one_v)?;
+        let q = b.div(&r, &count)?;
+        if x.dtype().is_float() {
+            q
+        } else {
+            // Floor division: truncation moves toward zero, so step down on negative
+            // inexact quotients.
+            let back = b.mul(&q, &count)?;
+            let inexact = b.compare(CompareDir::Ne, &back, &r)?;
+            let zero = b.full_like(&r, Literal::Int(0));
+            let negative = b.compare(CompareDir::Lt, &r, &zero)?;
+            let step = b.and(&inexact, &negative)?;
+            let q1 = b.sub(&q, &one_v)?;
+            b.select(&step, &q1, &q)?
+        }
+    } else {
+        r
+    };
+    one(b.reshape(&r, x.shape())?)
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(
+        &["index_reduce", "index_reduce_", "index_reduce.out"],
+        index_reduce,
+    );
+}

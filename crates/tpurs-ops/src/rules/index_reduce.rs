@@ -6,7 +6,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
 
-use super::reduce::{highest, lowest};
+use super::reduce::{highest, lowest, Combine};
 use super::{one, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
@@ -76,7 +76,7 @@ fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
             st.shape
         ));
     }
-    let (identity, f): (Literal, fn(&mut Builder, &Value, &Value) -> Value) = match reduce.as_str() {
+    let (identity, f): (Literal, Combine) = match reduce.as_str() {
         "prod" => (Literal::Int(1), mul),
         "mean" => (Literal::Int(0), add),
         "amax" => (lowest(x.dtype()), max),

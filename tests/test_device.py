@@ -258,9 +258,9 @@ def test_fallback_error_mode_names_the_op():
         "import torch\n"
         "x = torch.ones(4, device='tpu')\n"
         "try:\n"
-        "    torch.special.zeta(x, x)\n"
+        "    torch.special.ndtri(x / 2)\n"
         "except NotImplementedError as e:\n"
-        "    print('NIE', 'zeta' in str(e))\n"
+        "    print('NIE', 'ndtri' in str(e))\n"
         "print(((x + 1) * 2).sum().item() is not None)\n"
     )
     r = run_python(code, TPURS_FALLBACK="error")
@@ -269,13 +269,14 @@ def test_fallback_error_mode_names_the_op():
 
 
 def test_fallback_runs_on_cpu_with_one_warning_and_counter():
-    x = torch.randn(5)
-    before = torch.tpu.metrics()["fallbacks"].get("aten::special_zeta.out", 0)
-    r = torch.special.zeta(x.abs() + 1, torch.tensor(2.0))
-    d = torch.special.zeta(x.abs().to("tpu") + 1, torch.tensor(2.0))
+    # special.ndtri has no tpu lowering (yet): it must run on the CPU, counted.
+    x = torch.rand(5) * 0.9 + 0.05
+    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ndtri" in k)
+    r = torch.special.ndtri(x)
+    d = torch.special.ndtri(x.to("tpu"))
     assert d.device.type == "tpu"
     torch.testing.assert_close(d.cpu(), r)
-    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "zeta" in k) > before
+    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ndtri" in k) > before
 
 
 def test_missing_plugin_path_is_a_clear_error():

@@ -452,3 +452,18 @@ def test_max_unpool(dims):
         check(lambda v, i: unpool(v, i, 2, output_size=x.shape[-dims:]), values, indices)
         check(lambda v, i: unpool(v, i, 2), values[0], indices[0])
         check(lambda v, i: unpool(v, i, 2).sum() * 2, values.requires_grad_(), indices, grad=True)
+
+
+@pytest.mark.parametrize(
+    "shape,out",
+    [((2, 3, 7, 9), (3, 4)), ((3, 5, 5), (5, 2)), ((1, 2, 8, 8), (1, 1)), ((2, 2, 5, 6, 7), (2, 3, 4))],
+)
+def test_adaptive_max_pool(shape, out):
+    pool = F.adaptive_max_pool2d if len(out) == 2 else F.adaptive_max_pool3d
+    x = torch.randn(shape, requires_grad=True)
+    with no_fallback():
+        check(lambda t: pool(t, out, return_indices=True), x)
+        check(lambda t: pool(t, out).sum(), x, grad=True)
+    ties = torch.zeros(1, 1, 4, 4)
+    with no_fallback():
+        check(lambda t: F.adaptive_max_pool2d(t, (2, 2), return_indices=True), ties)

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::table::Registry;
 
 mod activations;
+mod adaptive_pool;
 mod conv;
 mod elementwise;
 mod factory;
@@ -41,6 +42,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     linalg::register(reg);
     nn::register(reg);
     activations::register(reg);
+    adaptive_pool::register(reg);
     group_norm::register(reg);
     conv::register(reg);
     reduce::register(reg);

@@ -388,7 +388,7 @@ fn pick(b: &mut Builder, acc: &[Value], new: &[Value], is_max: bool) -> Result<V
 }
 
 /// Values and first int64 indices of the maximum (minimum) of `x` along `dim`.
-fn arg_extreme(
+pub(crate) fn arg_extreme(
     b: &mut Builder,
     x: &Value,
     dim: Option<i64>,

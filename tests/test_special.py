@@ -46,3 +46,12 @@ def test_zeta():
         check(torch.special.zeta, x, q, atol=1e-5, rtol=1e-5)
         check(lambda t: torch.special.zeta(t, 2.0), x)
         check(lambda t: torch.special.zeta(3.0, t), q.abs() + 0.1, atol=1e-5, rtol=1e-5)
+
+
+def test_zeta_beyond_the_direct_terms_is_nan_not_wrong():
+    with no_fallback():
+        out = torch.special.zeta(
+            torch.tensor([2.0, 2.0], device="tpu"), torch.tensor([-40.5, -30.5], device="tpu")
+        ).cpu()
+    assert torch.isnan(out[0])
+    torch.testing.assert_close(out[1], torch.special.zeta(torch.tensor(2.0), torch.tensor(-30.5)), rtol=1e-4, atol=1e-4)

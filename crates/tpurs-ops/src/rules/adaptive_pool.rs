@@ -4,9 +4,10 @@
 //! window and reduces it, so ties resolve to the first element in row-major order, as on
 //! CPU, and the flat index of the winner travels along.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
-use super::reduce::{arg_extreme, lowest};
+use super::reduce::{add_c, arg_extreme, lowest};
+use super::unpool::scatter_into_planes;
 use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Result};
 use crate::table::Registry;
@@ -121,36 +122,14 @@ fn adaptive_max_pool_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     } else {
         2
     };
-    let (gt, xt) = (ctx.ty(0)?, ctx.ty(1)?);
+    let xt = ctx.ty(1)?;
     let first = xt.rank().saturating_sub(k);
     let planes: i64 = xt.shape[..first].iter().product();
     let per_in: i64 = xt.shape[first..].iter().product();
-    let per_out: i64 = gt.shape[first.min(gt.rank())..].iter().product();
     let g = ctx.tensor(0)?;
     let idx = ctx.tensor(2)?;
-    let b = &mut ctx.b;
-    let g = b.reshape(&g, &[planes, per_out])?;
-    let flat = b.reshape(&idx, &[planes, per_out, 1])?;
-    let plane = b.iota(&TensorType::new(DType::I64, vec![planes, per_out, 1]), 0);
-    let at = b.concatenate(&[&plane, &flat], 2)?;
-    let zeros = b.splat(
-        Literal::Int(0),
-        &TensorType::new(g.dtype(), vec![planes, per_in]),
-    );
-    let dims = ScatterDims {
-        update_window_dims: vec![],
-        inserted_window_dims: vec![0, 1],
-        scatter_dims_to_operand_dims: vec![0, 1],
-        index_vector_dim: 2,
-    };
-    let r = b.scatter(
-        &zeros,
-        &at,
-        &g,
-        &dims,
-        Some(|b, p, q| b.add(p, q).expect("same type")),
-    );
-    Ok(vec![Some(b.reshape(&r, &xt.shape)?)])
+    let r = scatter_into_planes(&mut ctx.b, &g, &idx, planes, per_in, Some(add_c))?;
+    Ok(vec![Some(ctx.b.reshape(&r, &xt.shape)?)])
 }
 
 pub(crate) fn register(reg: &mut Registry) {

@@ -125,10 +125,7 @@ fn asinh_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let t = b.div(&a2, &d)?;
     let t = b.add(&a, &t)?;
     let small = b.log1p(&t);
-    let big = log_twice(b, &a)?;
-    let huge = full(b, x, HUGE);
-    let is_big = b.compare(CompareDir::Gt, &a, &huge)?;
-    let l = b.select(&is_big, &big, &small)?;
+    let l = unless_huge(b, &a, small)?;
     let s = b.sign(x);
     Ok(b.mul(&s, &l)?)
 }
@@ -142,17 +139,17 @@ fn acosh_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let r = b.sqrt(&p);
     let t = b.add(&xm, &r)?;
     let small = b.log1p(&t);
-    let big = log_twice(b, x)?;
-    let huge = full(b, x, HUGE);
-    let is_big = b.compare(CompareDir::Gt, x, &huge)?;
-    Ok(b.select(&is_big, &big, &small)?)
+    unless_huge(b, x, small)
 }
 
-/// `log(2 a)` computed as `log(a) + log(2)`.
-fn log_twice(b: &mut Builder, a: &Value) -> Result<Value> {
+/// `value`, or `log(2 a)` (as `log(a) + log(2)`) where `a` exceeds [`HUGE`].
+fn unless_huge(b: &mut Builder, a: &Value, value: Value) -> Result<Value> {
     let l = b.log(a);
     let ln2 = full(b, a, std::f64::consts::LN_2);
-    Ok(b.add(&l, &ln2)?)
+    let big = b.add(&l, &ln2)?;
+    let huge = full(b, a, HUGE);
+    let is_big = b.compare(CompareDir::Gt, a, &huge)?;
+    Ok(b.select(&is_big, &big, &value)?)
 }
 
 /// `copysign(self, other)`: `|self|` with the sign bit of `other` (so -0.0 counts as
@@ -542,17 +539,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("asinh"), asinh);
     reg.ops(variants!("acosh"), acosh);
     reg.ops(variants!("atanh"), atanh);
-    reg.ops(
-        &[
-            "copysign.Tensor",
-            "copysign_.Tensor",
-            "copysign.out",
-            "copysign.Scalar",
-            "copysign_.Scalar",
-            "copysign.Scalar_out",
-        ],
-        copysign,
-    );
+    reg.ops(binary_variants!("copysign"), copysign);
     reg.ops(&["fmax", "fmax.out", "fmin", "fmin.out"], fmax_fmin);
     reg.ops(variants!("sigmoid"), sigmoid);
     reg.ops(variants!("reciprocal"), reciprocal);

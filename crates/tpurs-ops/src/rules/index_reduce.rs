@@ -4,42 +4,14 @@
 //! reduction's identity, and `mean` divides by a scattered count (floor division for
 //! integers, as on CPU).
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
+use tpurs_hlo::{CompareDir, DType, Literal, ScatterDims, TensorType};
 
-use super::reduce::{highest, lowest, Combine};
+use super::reduce::{add_c, highest, lowest, max_c, min_c, mul_c, Combine};
 use super::{one, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
-
-fn add(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.add(x, y).expect("same type")
-}
-
-fn mul(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.mul(x, y).expect("same type")
-}
-
-/// `max` / `min` combining bodies that propagate NaN (either operand NaN gives NaN).
-fn nan_or(b: &mut Builder, x: &Value, y: &Value, m: Value) -> Value {
-    if !x.dtype().is_float() {
-        return m;
-    }
-    let s = b.add(x, y).expect("same type");
-    let nan = b.compare(CompareDir::Ne, &s, &s).expect("same type");
-    b.select(&nan, &s, &m).expect("same type")
-}
-
-fn max(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    let m = b.max(x, y).expect("same type");
-    nan_or(b, x, y, m)
-}
-
-fn min(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    let m = b.min(x, y).expect("same type");
-    nan_or(b, x, y, m)
-}
 
 fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
@@ -77,10 +49,10 @@ fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let (identity, f): (Literal, Combine) = match reduce.as_str() {
-        "prod" => (Literal::Int(1), mul),
-        "mean" => (Literal::Int(0), add),
-        "amax" => (lowest(x.dtype()), max),
-        "amin" => (highest(x.dtype()), min),
+        "prod" => (Literal::Int(1), mul_c),
+        "mean" => (Literal::Int(0), add_c),
+        "amax" => (lowest(x.dtype()), max_c),
+        "amin" => (highest(x.dtype()), min_c),
         other => {
             return runtime(format!(
                 "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {other}."
@@ -111,7 +83,7 @@ fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
         Literal::Int(1),
         &TensorType::new(DType::I32, expect.clone()),
     );
-    let hits = b.scatter(&zeros, &ind, &ones, &dims, Some(add));
+    let hits = b.scatter(&zeros, &ind, &ones, &dims, Some(add_c));
     let touched = b.compare(CompareDir::Ne, &hits, &zeros)?;
     let base = if include_self {
         x1.clone()

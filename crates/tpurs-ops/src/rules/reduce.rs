@@ -20,18 +20,18 @@ pub(crate) fn add_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
 }
 
 /// `x * y` as a reduction body.
-fn mul_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+pub(crate) fn mul_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     b.mul(x, y).expect("reduction operands share a type")
 }
 
 /// `max(x, y)` as a reduction body; NaN propagates (XLA CPU's reduce drops it otherwise).
-fn max_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+pub(crate) fn max_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     let m = b.max(x, y).expect("reduction operands share a type");
     nan_or(b, x, y, m)
 }
 
 /// `min(x, y)` as a reduction body; NaN propagates.
-fn min_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+pub(crate) fn min_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     let m = b.min(x, y).expect("reduction operands share a type");
     nan_or(b, x, y, m)
 }

@@ -155,7 +155,8 @@ const ZETA_A: [f64; 12] = [
 ];
 
 /// Terms summed directly before the Euler-Maclaurin tail (Cephes sums until the base
-/// passes 9; a fixed count keeps the program static and covers `q > -(DIRECT - 9)`).
+/// passes 9; a fixed count keeps the program static and covers `q >= -(DIRECT - 9)`; below
+/// that the result is NaN).
 const DIRECT: usize = 40;
 
 /// The Hurwitz zeta function `sum_k (q + k)^-x`, elementwise over `x` and `q` (one shape).
@@ -210,6 +211,11 @@ fn zeta_of(b: &mut Builder, x: &Value, q: &Value) -> Result<Value> {
     let bad_q = b.and(&q_neg, &x_frac)?;
     let x_lt1 = b.compare(CompareDir::Lt, x, &one_v)?;
     let x_eq1 = b.compare(CompareDir::Eq, x, &one_v)?;
+    // Below this the fixed number of direct terms no longer reaches the tail's range:
+    // NaN rather than a silently inaccurate value.
+    let reach = full(b, q, 9.0 - DIRECT as f64);
+    let beyond = b.compare(CompareDir::Lt, q, &reach)?;
+    let bad_q = b.or(&bad_q, &beyond)?;
     let s = b.select(&bad_q, &nan, &s)?;
     let s = b.select(&pole, &inf, &s)?;
     let s = b.select(&x_lt1, &nan, &s)?;

@@ -210,9 +210,76 @@ impl LoadedExecutable {
         // array has `num_outputs` slots as reported by the plugin.
         unsafe { pjrt_call!(api, PJRT_LoadedExecutable_Execute, &mut a) }?;
 
-        let mut result = Vec::with_capacity(n);
+        self.wrap_outputs(out_ptrs, device)
+    }
+
+    /// Launches a program compiled for `args.len()` replicas: replica `r` runs on the device
+    /// with ordinal `devices[r]` (the compile-time device assignment) with arguments
+    /// `args[r]`. Returns each replica's outputs, without waiting.
+    pub fn execute_replicated(
+        &self,
+        args: &[Vec<&Buffer>],
+        devices: &[usize],
+    ) -> Result<Vec<Vec<Buffer>>> {
+        if args.len() != devices.len() || args.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{} argument lists for {} devices",
+                args.len(),
+                devices.len()
+            )));
+        }
+        let num_args = args[0].len();
+        for (r, list) in args.iter().enumerate() {
+            if list.len() != num_args {
+                return Err(Error::InvalidArgument(format!(
+                    "replica {r} has {} arguments, replica 0 has {num_args}",
+                    list.len()
+                )));
+            }
+            if let Some(i) = list.iter().position(|b| !b.same_client(&self.client)) {
+                return Err(Error::InvalidArgument(format!(
+                    "replica {r} argument {i} belongs to a different client"
+                )));
+            }
+        }
+        let arg_ptrs: Vec<Vec<*mut ffi::PJRT_Buffer>> = args
+            .iter()
+            .map(|list| list.iter().map(|b| b.raw()).collect())
+            .collect();
+        let arg_lists: Vec<*const *mut ffi::PJRT_Buffer> =
+            arg_ptrs.iter().map(|l| l.as_ptr()).collect();
+        let n = self.num_outputs;
+        let mut out_ptrs: Vec<Vec<*mut ffi::PJRT_Buffer>> =
+            devices.iter().map(|_| vec![ptr::null_mut(); n]).collect();
+        let out_lists: Vec<*mut *mut ffi::PJRT_Buffer> =
+            out_ptrs.iter_mut().map(|l| l.as_mut_ptr()).collect();
+        let mut options = ffi::PJRT_ExecuteOptions::new();
+        let mut a = ffi::PJRT_LoadedExecutable_Execute_Args::new();
+        a.executable = self.raw;
+        a.options = &mut options;
+        a.argument_lists = arg_lists.as_ptr();
+        a.num_devices = devices.len();
+        a.num_args = num_args;
+        a.output_lists = out_lists.as_ptr();
+        a.device_complete_events = ptr::null_mut();
+        // NULL: every replica runs on its assigned device.
+        a.execute_device = ptr::null_mut();
+        // SAFETY: `num_devices` argument lists of `num_args` live buffers and as many output
+        // arrays of `num_outputs` slots, all outliving the call.
+        unsafe { pjrt_call!(self.client.api, PJRT_LoadedExecutable_Execute, &mut a) }?;
+        out_ptrs
+            .iter()
+            .zip(devices)
+            .map(|(raws, &d)| self.wrap_outputs(raws, d))
+            .collect()
+    }
+
+    /// Takes ownership of the output buffers of one device's launch.
+    fn wrap_outputs(&self, raws: &[*mut ffi::PJRT_Buffer], device: usize) -> Result<Vec<Buffer>> {
+        let api = self.client.api;
+        let mut result = Vec::with_capacity(raws.len());
         let mut failure = None;
-        for (i, &raw) in out_ptrs.iter().enumerate() {
+        for (i, &raw) in raws.iter().enumerate() {
             if raw.is_null() {
                 failure
                     .get_or_insert_with(|| Error::Internal(format!("execute output {i} is NULL")));

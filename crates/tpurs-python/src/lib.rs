@@ -105,6 +105,7 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("bytes_to_device", m.bytes_to_device)?;
     d.set_item("bytes_to_host", m.bytes_to_host)?;
     d.set_item("bytes_device_to_device", m.bytes_device_to_device)?;
+    d.set_item("collectives", m.collectives)?;
     let f = PyDict::new(py);
     for (k, v) in &m.fallbacks {
         f.set_item(k, v)?;
@@ -211,6 +212,55 @@ fn register_graph(
     tpurs_runtime::register_graph(graph).map_err(to_py)
 }
 
+/// Runs one collective over the devices of this process. `inputs[r]` and `outputs[r]` are
+/// rank r's storages (`untyped_storage().data_ptr()` of a tpu tensor: the runtime's storage
+/// pointer), each holding `numel` elements of `dtype` from offset 0; the caller keeps the
+/// tensors alive for the call.
+#[pyfunction]
+fn collective(
+    py: Python<'_>,
+    kind: &str,
+    reduce: &str,
+    dtype: i32,
+    numel: i64,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+) -> PyResult<()> {
+    use tpurs_runtime::collectives::{run, Collective, ReduceOp};
+    let reduce = match reduce {
+        "sum" => ReduceOp::Sum,
+        "product" => ReduceOp::Product,
+        "max" => ReduceOp::Max,
+        "min" => ReduceOp::Min,
+        other => return Err(PyValueError::new_err(format!("unknown reduction '{other}'"))),
+    };
+    let op = match kind {
+        "all_reduce" => Collective::AllReduce(reduce),
+        "all_gather" => Collective::AllGather,
+        "reduce_scatter" => Collective::ReduceScatter(reduce),
+        "all_to_all" => Collective::AllToAll,
+        other => return Err(PyValueError::new_err(format!("unknown collective '{other}'"))),
+    };
+    let dtype = tpurs_ops::dtype::from_scalar_type(dtype)
+        .ok_or_else(|| PyTypeError::new_err(format!("unsupported dtype code {dtype}")))?;
+    let storages = |ptrs: Vec<usize>| -> PyResult<Vec<_>> {
+        ptrs.into_iter()
+            .map(|p| {
+                if p == 0 {
+                    return Err(PyValueError::new_err("a collective tensor has no storage"));
+                }
+                // SAFETY: `p` is the data pointer of a live tpu storage, which torch keeps
+                // alive (it holds its own reference) for the duration of this call.
+                Ok(unsafe { tpurs_runtime::Storage::arc_from_raw(p as *const std::ffi::c_void) })
+            })
+            .collect()
+    };
+    let (inputs, outputs) = (storages(inputs)?, storages(outputs)?);
+    let rt = rt()?;
+    py.detach(|| run(rt, op, dtype, numel, &inputs, &outputs))
+        .map_err(to_py)
+}
+
 /// Number of programs in the in-memory compile cache.
 #[pyfunction]
 fn compile_cache_size() -> usize {
@@ -240,6 +290,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(register_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(set_eager_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_mode, m)?)?;
     Ok(())

@@ -6,6 +6,7 @@
 //! structs, so one build of this crate serves every torch version.
 
 mod cache;
+pub mod collectives;
 mod defer;
 mod error;
 pub mod ffi;

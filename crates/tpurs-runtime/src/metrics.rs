@@ -21,6 +21,7 @@ pub(crate) struct Metrics {
     pub h2d_bytes: AtomicU64,
     pub d2h_bytes: AtomicU64,
     pub d2d_bytes: AtomicU64,
+    pub collectives: AtomicU64,
     pub fallbacks: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -75,6 +76,8 @@ pub struct MetricsSnapshot {
     pub bytes_to_host: u64,
     /// Bytes copied between devices.
     pub bytes_device_to_device: u64,
+    /// Collectives launched across devices.
+    pub collectives: u64,
     /// CPU fallbacks per op.
     pub fallbacks: BTreeMap<String, u64>,
     /// Bytes held by live storages, per device.
@@ -99,6 +102,7 @@ pub fn metrics_snapshot() -> MetricsSnapshot {
         bytes_to_device: m.h2d_bytes.load(Relaxed),
         bytes_to_host: m.d2h_bytes.load(Relaxed),
         bytes_device_to_device: m.d2d_bytes.load(Relaxed),
+        collectives: m.collectives.load(Relaxed),
         fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
         memory_allocated: crate::storage::memory_allocated(),
     }
@@ -122,6 +126,7 @@ pub fn reset_metrics() {
         &m.h2d_bytes,
         &m.d2h_bytes,
         &m.d2d_bytes,
+        &m.collectives,
     ] {
         c.store(0, Relaxed);
     }

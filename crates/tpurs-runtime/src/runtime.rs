@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use rustc_hash::FxHashMap;
 use tpurs_pjrt::{Buffer, Client, NamedValue};
 
+use crate::collectives::CollectiveCache;
 use crate::defer::Batch;
 use crate::error::{invalid, ErrorKind, Result};
 use crate::programs::ProgramStore;
@@ -66,6 +67,8 @@ pub struct Runtime {
     batches: Vec<Mutex<Batch>>,
     /// Compile cache tiers 2 and 3.
     pub(crate) programs: ProgramStore,
+    /// Compiled collectives.
+    pub(crate) collectives: Mutex<CollectiveCache>,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -101,6 +104,7 @@ pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runt
         scalars: Mutex::new(FxHashMap::default()),
         batches: (0..n).map(|_| Mutex::new(Batch::default())).collect(),
         programs: ProgramStore::from_env(&client, plugin_path),
+        collectives: Mutex::default(),
         client,
     };
     Ok(RUNTIME.get_or_init(|| rt))

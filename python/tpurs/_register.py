@@ -16,7 +16,9 @@ _loaded = False
 
 
 def _cpu_devices() -> int | None:
-    value = os.environ.get("TPURS_CPU_DEVICES")
+    """Devices the CPU plugin exposes: TPURS_CPU_DEVICES, else one per local rank under
+    torchrun (so that rank r finds `tpu:LOCAL_RANK`), else 1."""
+    value = os.environ.get("TPURS_CPU_DEVICES") or os.environ.get("LOCAL_WORLD_SIZE")
     return int(value) if value else 1
 
 

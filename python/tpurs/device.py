@@ -216,3 +216,12 @@ def metrics() -> dict:
 def reset_metrics() -> None:
     """Zeroes the counters of `metrics()`."""
     _core.reset_metrics()
+
+
+def __getattr__(name: str):
+    # `torch.tpu.distributed` imports torch.distributed, so only on first use.
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module("tpurs.distributed")
+    raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")

@@ -232,14 +232,22 @@ fn collective(
         "product" => ReduceOp::Product,
         "max" => ReduceOp::Max,
         "min" => ReduceOp::Min,
-        other => return Err(PyValueError::new_err(format!("unknown reduction '{other}'"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown reduction '{other}'"
+            )))
+        }
     };
     let op = match kind {
         "all_reduce" => Collective::AllReduce(reduce),
         "all_gather" => Collective::AllGather,
         "reduce_scatter" => Collective::ReduceScatter(reduce),
         "all_to_all" => Collective::AllToAll,
-        other => return Err(PyValueError::new_err(format!("unknown collective '{other}'"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown collective '{other}'"
+            )))
+        }
     };
     let dtype = tpurs_ops::dtype::from_scalar_type(dtype)
         .ok_or_else(|| PyTypeError::new_err(format!("unsupported dtype code {dtype}")))?;

@@ -1,0 +1,207 @@
+"""Distributed checks that test_distributed.py runs in child processes, with ranks that are
+threads (`python dist_worker.py spawn N CHECK`: `tpurs.distributed.spawn` over N CPU-plugin
+devices) or processes (`torchrun --nproc-per-node N dist_worker.py CHECK`). Every rank
+compares what it received with the value computed on CPU, raises on a difference and prints
+`ok CHECK rank R` when all agree."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def rank_data(rank: int, dtype: torch.dtype, rows: int = 3) -> torch.Tensor:
+    """Small integers, exact in every dtype checked, different on every rank."""
+    return ((torch.arange(rows * 4, dtype=torch.float32).reshape(rows, 4) - 5) * (rank + 1)).to(dtype)
+
+
+def same(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    got = got.cpu()
+    if got.dtype != want.dtype or got.shape != want.shape:
+        raise AssertionError(f"{what}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}")
+    torch.testing.assert_close(got, want, msg=lambda m: f"{what}: {m}")
+
+
+def collectives(rank: int, world: int, dev: torch.device) -> None:
+    for dt in (torch.float32, torch.bfloat16, torch.int64):
+        xs = [rank_data(r, dt) for r in range(world)]
+        x = xs[rank].to(dev)
+        for op, combine in [
+            (dist.ReduceOp.SUM, torch.add),
+            (dist.ReduceOp.PRODUCT, torch.mul),
+            (dist.ReduceOp.MAX, torch.maximum),
+            (dist.ReduceOp.MIN, torch.minimum),
+        ]:
+            y = x.clone()
+            dist.all_reduce(y, op=op)
+            same(y, functools.reduce(combine, xs), f"all_reduce {op} {dt}")
+        if dt.is_floating_point:
+            y = x.clone()
+            dist.all_reduce(y, op=dist.ReduceOp.AVG)
+            same(y, functools.reduce(torch.add, xs) / world, f"all_reduce AVG {dt}")
+        parts = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(parts, x)
+        for r in range(world):
+            same(parts[r], xs[r], f"all_gather part {r} {dt}")
+        flat = torch.empty(world * 3, 4, dtype=dt, device=dev)
+        dist.all_gather_into_tensor(flat, x)
+        same(flat, torch.cat(xs), f"all_gather_into_tensor {dt}")
+        big = [rank_data(r, dt, rows=world) for r in range(world)]
+        out = torch.empty(1, 4, dtype=dt, device=dev)
+        dist.reduce_scatter_tensor(out, big[rank].to(dev))
+        same(out, functools.reduce(torch.add, big)[rank : rank + 1], f"reduce_scatter_tensor {dt}")
+        b = x.clone()
+        dist.broadcast(b, src=world - 1)
+        same(b, xs[world - 1], f"broadcast {dt}")
+        out = torch.empty(world, 4, dtype=dt, device=dev)
+        dist.all_to_all_single(out, big[rank].to(dev))
+        same(out, torch.stack([big[r][rank] for r in range(world)]), f"all_to_all_single {dt}")
+        gathered = [torch.empty_like(x) for _ in range(world)] if rank == 0 else None
+        dist.gather(x, gathered, dst=0)
+        if rank == 0:
+            for r in range(world):
+                same(gathered[r], xs[r], f"gather part {r} {dt}")
+        s = torch.empty_like(x)
+        dist.scatter(s, [t.to(dev) for t in xs] if rank == 0 else None, src=0)
+        same(s, xs[rank], f"scatter {dt}")
+
+    # Uneven all_to_all: rank r sends r+1 elements to every rank.
+    sent = [torch.arange(world * (r + 1), dtype=torch.float32) + 100 * r for r in range(world)]
+    out = torch.empty(sum(range(1, world + 1)), device=dev)
+    dist.all_to_all_single(out, sent[rank].to(dev), [r + 1 for r in range(world)], [rank + 1] * world)
+    want = torch.cat([sent[r][rank * (r + 1) : (rank + 1) * (r + 1)] for r in range(world)])
+    same(out, want, "uneven all_to_all_single")
+
+    # A ring of send/recv.
+    t = torch.full((5,), float(rank), device=dev)
+    got = torch.empty(5, device=dev)
+    if rank % 2 == 0:
+        dist.send(t, dst=(rank + 1) % world)
+        dist.recv(got, src=(rank - 1) % world)
+    else:
+        dist.recv(got, src=(rank - 1) % world)
+        dist.send(t, dst=(rank + 1) % world)
+    same(got, torch.full((5,), float((rank - 1) % world)), "send/recv ring")
+
+    work = dist.all_reduce(y := torch.ones(2, device=dev), async_op=True)
+    work.wait()
+    same(y, torch.full((2,), float(world)), "async all_reduce")
+    dist.barrier()
+
+    # A subgroup of the first and last rank (every rank must create it).
+    pair = dist.new_group([0, world - 1])
+    if rank in (0, world - 1):
+        z = torch.full((3,), float(rank + 1), device=dev)
+        dist.all_reduce(z, group=pair)
+        same(z, torch.full((3,), float(world + 1)), "subgroup all_reduce")
+
+
+def errors(rank: int, world: int, dev: torch.device) -> None:
+    def expect(error: type, words: str, call) -> None:
+        try:
+            call()
+        except error as e:
+            if words not in str(e):
+                raise AssertionError(f"expected {words!r} in: {e}") from e
+        else:
+            raise AssertionError(f"expected {error.__name__} ({words})")
+
+    # Different shapes on rank 0: every rank raises, and the group stays usable.
+    shape = (3,) if rank == 0 else (4,)
+    expect(RuntimeError, "mismatched collective", lambda: dist.all_reduce(torch.ones(shape, device=dev)))
+    # Different collectives in the same position.
+    if rank == 0:
+        expect(RuntimeError, "mismatched collective", lambda: dist.all_reduce(torch.ones(2, device=dev)))
+    else:
+        expect(RuntimeError, "mismatched collective", lambda: dist.broadcast(torch.ones(2, device=dev), src=0))
+    y = torch.ones(2, device=dev)
+    dist.all_reduce(y)
+    same(y, torch.full((2,), float(world)), "all_reduce after a mismatch")
+    expect(
+        ValueError,
+        "floating-point",
+        lambda: dist.all_reduce(torch.ones(2, dtype=torch.int64, device=dev), op=dist.ReduceOp.AVG),
+    )
+    # As with NCCL: a CPU tensor finds no backend in a group of tpu's.
+    expect(RuntimeError, "No backend type associated", lambda: dist.all_reduce(torch.ones(2)))
+    # A collective the other ranks never join times out with an error, not a hang.
+    if rank == 0:
+        expect(RuntimeError, "timed out", lambda: dist.all_reduce(torch.ones(2, device=dev)))
+
+
+def _model() -> nn.Module:
+    # Initialised from its own generator: the global one is shared by the rank threads.
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    return model
+
+
+def _batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(100 * step + rank)
+    return torch.randn(6, 8, generator=g), torch.randn(6, 4, generator=g)
+
+
+def ddp(rank: int, world: int, dev: torch.device) -> None:
+    """Five SGD steps of DistributedDataParallel equal one process training on every rank's
+    batch at once."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = DistributedDataParallel(_model().to(dev))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference = _model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(5):
+        x, y = _batch(rank, step)
+        loss = nn.functional.mse_loss(model(x.to(dev)), y.to(dev))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        xs, ys = zip(*[_batch(r, step) for r in range(world)])
+        ref_loss = nn.functional.mse_loss(reference(torch.cat(xs)), torch.cat(ys))
+        ref_opt.zero_grad()
+        ref_loss.backward()
+        ref_opt.step()
+    for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-5, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+CHECKS = {"collectives": collectives, "errors": errors, "ddp": ddp}
+
+
+def run_rank(rank: int, world: int, check: str) -> None:
+    timeout = timedelta(seconds=3 if check == "errors" else 120)
+    dist.init_process_group("tpu", rank=rank, world_size=world, timeout=timeout)
+    dev = torch.device("tpu", torch.tpu.current_device())
+    CHECKS[check](rank, world, dev)
+    if torch.tpu.metrics()["fallback_count"]:
+        raise AssertionError(f"{torch.tpu.metrics()['fallback_count']} ops fell back to CPU")
+    print(f"ok {check} rank {rank}", flush=True)
+
+
+def main() -> None:
+    if sys.argv[1] == "spawn":
+        world, check = int(sys.argv[2]), sys.argv[3]
+        from tpurs.distributed import spawn
+
+        spawn(run_rank, args=(world, check), nprocs=world)
+        # The collectives ran as PJRT programs across the devices, not through the host.
+        if check != "errors" and torch.tpu.metrics()["collectives"] == 0:
+            raise AssertionError("no PJRT collective ran")
+    else:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))
+        run_rank(rank, world, sys.argv[1])
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@ compares what it received with the value computed on CPU, raises on a difference
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -151,35 +152,56 @@ def _batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def ddp(rank: int, world: int, dev: torch.device) -> None:
-    """Five SGD steps of DistributedDataParallel equal one process training on every rank's
-    batch at once."""
+    """Five SGD steps of DistributedDataParallel, eager and over a compiled module, each step
+    accumulating one micro-batch under `no_sync()` before a synchronised one, equal one
+    process training on every rank's micro-batches at once."""
     from torch.nn.parallel import DistributedDataParallel
 
-    model = DistributedDataParallel(_model().to(dev))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    reference = _model()
-    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for step in range(5):
-        x, y = _batch(rank, step)
-        loss = nn.functional.mse_loss(model(x.to(dev)), y.to(dev))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        xs, ys = zip(*[_batch(r, step) for r in range(world)])
-        ref_loss = nn.functional.mse_loss(reference(torch.cat(xs)), torch.cat(ys))
-        ref_opt.zero_grad()
-        ref_loss.backward()
-        ref_opt.step()
-    for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
-        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-5, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+    for compiled in (False, True):
+        module = _model().to(dev)
+        model = DistributedDataParallel(torch.compile(module) if compiled else module)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        reference = _model()
+        ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+        for step in range(5):
+            for micro in (2 * step, 2 * step + 1):
+                x, y = _batch(rank, micro)
+                with model.no_sync() if micro % 2 == 0 else contextlib.nullcontext():
+                    nn.functional.mse_loss(model(x.to(dev)), y.to(dev)).backward()
+                xs, ys = zip(*[_batch(r, micro) for r in range(world)])
+                nn.functional.mse_loss(reference(torch.cat(xs)), torch.cat(ys)).backward()
+            opt.step()
+            opt.zero_grad()
+            ref_opt.step()
+            ref_opt.zero_grad()
+        for (name, p), q in zip(module.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(
+                p.detach().cpu(), q.detach(), atol=1e-5, rtol=1e-5, msg=lambda m: f"{name} (compiled {compiled}): {m}"
+            )
+    if torch.tpu.metrics()["graph_compiles"] == 0:
+        raise AssertionError("the compiled module ran no tpurs graph")
 
 
-CHECKS = {"collectives": collectives, "errors": errors, "ddp": ddp}
+def mixed(rank: int, world: int, dev: torch.device) -> None:
+    """A group initialised as "cpu:gloo,tpu:tpu" sends CPU tensors to gloo and tpu tensors to
+    the tpu backend."""
+    for device in ("cpu", dev):
+        x = torch.full((4,), float(rank + 1), device=device)
+        dist.all_reduce(x)
+        same(x, torch.full((4,), float(world * (world + 1) // 2)), f"all_reduce on {device}")
+        parts = [torch.empty(2, device=device) for _ in range(world)]
+        dist.all_gather(parts, torch.full((2,), float(rank), device=device))
+        for r in range(world):
+            same(parts[r], torch.full((2,), float(r)), f"all_gather part {r} on {device}")
+
+
+CHECKS = {"collectives": collectives, "errors": errors, "ddp": ddp, "mixed": mixed}
 
 
 def run_rank(rank: int, world: int, check: str) -> None:
     timeout = timedelta(seconds=3 if check == "errors" else 120)
-    dist.init_process_group("tpu", rank=rank, world_size=world, timeout=timeout)
+    backend = "cpu:gloo,tpu:tpu" if check == "mixed" else "tpu"
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
     dev = torch.device("tpu", torch.tpu.current_device())
     CHECKS[check](rank, world, dev)
     if torch.tpu.metrics()["fallback_count"]:

@@ -49,6 +49,17 @@ def check_tpu(*tensors: torch.Tensor) -> None:
             raise ValueError(f"tpu process group: expected tensors on tpu, got one on {t.device}")
 
 
+def _eager_only(cls):
+    """c10d calls these methods from C++ (DDP's reducer, say) while a compiled region runs;
+    torch.compile must not trace them (the transports move data on the host and between
+    devices, outside any graph)."""
+    for name, fn in list(vars(cls).items()):
+        if callable(fn) and not name.startswith("_"):
+            setattr(cls, name, torch.compiler.disable(fn, recursive=True))
+    return cls
+
+
+@_eager_only
 class TpuBackend(_C10dBackend):
     """c10d backend for tensors on tpu."""
 

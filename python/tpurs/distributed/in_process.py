@@ -12,6 +12,7 @@ import threading
 from datetime import timedelta
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .. import _core
 
@@ -75,7 +76,10 @@ class _Group:
                 if slot.arrived == self.size:
                     try:
                         _check_signatures(seq, slot.signatures)
-                        work(slot.payloads)
+                        # The work is done for every rank, so none of this thread's dispatch
+                        # modes (a compiled region's, say) may see it.
+                        with _disable_current_modes(), torch.no_grad():
+                            work(slot.payloads)
                     except BaseException as e:  # handed to every rank
                         slot.error = e
                     slot.done = True

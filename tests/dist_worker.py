@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import sys
+import tempfile
 from datetime import timedelta
 
 import torch
@@ -182,6 +183,98 @@ def ddp(rank: int, world: int, dev: torch.device) -> None:
         raise AssertionError("the compiled module ran no tpurs graph")
 
 
+def _train_like_reference(model, world_batches, rank_batch, dev, tolerance: float, what: str) -> None:
+    """Five SGD steps of `model` (sharded across ranks) on `rank_batch(step)` equal five steps
+    of the unsharded CPU model on the concatenation of `world_batches(step)`: each step's
+    loss on this rank's batch, and the parameters at the end."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference = _model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(5):
+        x, y = rank_batch(step)
+        loss = nn.functional.mse_loss(model(x.to(dev)), y.to(dev))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        with torch.no_grad():
+            rank_loss = nn.functional.mse_loss(reference(x), y)
+        torch.testing.assert_close(
+            loss.detach().cpu().float(), rank_loss, atol=tolerance, rtol=tolerance, msg=f"{what} loss {step}"
+        )
+        xs, ys = zip(*world_batches(step))
+        nn.functional.mse_loss(reference(torch.cat(xs)), torch.cat(ys)).backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p
+        torch.testing.assert_close(
+            full.detach().cpu().float(), q.detach(), atol=tolerance, rtol=tolerance, msg=lambda m: f"{what} {name}: {m}"
+        )
+
+
+def fsdp(rank: int, world: int, dev: torch.device) -> None:
+    """FSDP2 (`fully_shard` per layer and at the root), in float32 and with bfloat16
+    parameters reducing in float32."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    every = lambda step: [_batch(r, step) for r in range(world)]  # noqa: E731
+    for policy, tolerance in [(None, 1e-5), (MixedPrecisionPolicy(torch.bfloat16, torch.float32), 3e-2)]:
+        model = _model().to(dev)
+        kwargs = {"mp_policy": policy} if policy else {}
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, **kwargs)
+        fully_shard(model, **kwargs)
+        _train_like_reference(model, every, lambda step: _batch(rank, step), dev, tolerance, f"fsdp {policy}")
+    checkpoint_round_trip(model, dev)
+
+
+def checkpoint_round_trip(model: nn.Module, dev: torch.device) -> None:
+    """`torch.distributed.checkpoint` saves the sharded state and loads it into a freshly
+    sharded model: every local shard comes back exactly."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.fsdp import fully_shard
+
+    path = os.path.join(os.environ.get("TPURS_TEST_DIR", tempfile.gettempdir()), "tpurs-dcp")
+    dcp.save(model.state_dict(), checkpoint_id=path)
+    fresh = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).to(dev)
+    for layer in fresh:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(fresh)
+    state = fresh.state_dict()
+    dcp.load(state, checkpoint_id=path)
+    for name, saved in model.state_dict().items():
+        torch.testing.assert_close(
+            state[name].to_local().cpu(), saved.to_local().cpu(), atol=0, rtol=0, msg=lambda m: f"dcp {name}: {m}"
+        )
+
+
+def tensor_parallel(rank: int, world: int, dev: torch.device) -> None:
+    """Colwise then rowwise `parallelize_module` over all ranks; with four ranks also a 2-D
+    (data x tensor) mesh, FSDP2 over the data dimension."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    plan = {"0": ColwiseParallel(), "2": RowwiseParallel()}
+    mesh = torch.tpu.distributed.topology_aware_mesh((world,))
+    model = parallelize_module(_model().to(dev), mesh, plan)
+    same_batch = lambda step: _batch(0, step)  # noqa: E731
+    _train_like_reference(model, lambda step: [same_batch(step)], same_batch, dev, 1e-5, "tp")
+    if world == 4:
+        mesh = init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        dp_rank = mesh["dp"].get_local_rank()
+        model = parallelize_module(_model().to(dev), mesh["tp"], plan)
+        fully_shard(model, mesh=mesh["dp"])
+        every = lambda step: [_batch(r, step) for r in range(2)]  # noqa: E731
+        _train_like_reference(model, every, lambda step: _batch(dp_rank, step), dev, 1e-5, "dp x tp")
+
+
 def mixed(rank: int, world: int, dev: torch.device) -> None:
     """A group initialised as "cpu:gloo,tpu:tpu" sends CPU tensors to gloo and tpu tensors to
     the tpu backend."""
@@ -195,7 +288,14 @@ def mixed(rank: int, world: int, dev: torch.device) -> None:
             same(parts[r], torch.full((2,), float(r)), f"all_gather part {r} on {device}")
 
 
-CHECKS = {"collectives": collectives, "errors": errors, "ddp": ddp, "mixed": mixed}
+CHECKS = {
+    "collectives": collectives,
+    "errors": errors,
+    "ddp": ddp,
+    "mixed": mixed,
+    "fsdp": fsdp,
+    "tensor_parallel": tensor_parallel,
+}
 
 
 def run_rank(rank: int, world: int, check: str) -> None:

@@ -333,3 +333,27 @@ def tpurs_dir():
     import tpurs
 
     return os.path.dirname(tpurs.__file__)
+
+
+def test_untyped_storage_resize_keeps_bytes_and_frees():
+    # FSDP2 frees an unsharded parameter with `resize_(0)` and regrows it before use.
+    t = torch.arange(6.0, device="tpu")
+    storage = t.untyped_storage()
+    storage.resize_(40)
+    assert storage.nbytes() == 40
+    grown = torch.empty(0, device="tpu").set_(storage, 0, (10,))
+    assert torch.equal(grown[:6].cpu(), torch.arange(6.0))
+    storage.resize_(8)
+    assert torch.equal(torch.empty(0, device="tpu").set_(storage, 0, (2,)).cpu(), torch.arange(2.0))
+    storage.resize_(0)
+    assert storage.nbytes() == 0
+    storage.resize_(16)
+    refilled = torch.empty(0, device="tpu").set_(storage, 0, (4,)).fill_(2.0)
+    assert torch.equal(refilled.cpu(), torch.full((4,), 2.0))
+
+
+def test_set_without_strides_is_contiguous():
+    src = torch.arange(12.0, device="tpu")
+    view = torch.empty(0, device="tpu").set_(src.untyped_storage(), 2, (2, 3))
+    assert view.stride() == (3, 1)
+    assert torch.equal(view.cpu(), torch.arange(12.0)[2:8].view(2, 3))

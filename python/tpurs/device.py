@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from . import _core
+from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401 (torch.tpu names)
 
 __all__ = [
     "EagerMode",

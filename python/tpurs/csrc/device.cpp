@@ -1,11 +1,13 @@
 // The tpu device for torch: device guard, allocator (buffers owned by the Rust runtime),
 // PrivateUse1 hooks and the default generators. Registered when the library is loaded.
+#include <ATen/ATen.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -174,8 +176,20 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
     return old;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override { return exchangeDevice(d); }
-  void resizePrivateUse1Bytes(const c10::Storage& /*storage*/, size_t /*newsize*/) const override {
-    TORCH_CHECK(false, "resizing a tpu storage in place is not supported");
+  // `UntypedStorage.resize_` (FSDP2 frees and regrows unsharded parameters this way): a new
+  // Rust storage keeping the old bytes up to the smaller size.
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    const size_t kept = std::min(storage.nbytes(), newsize);
+    auto bytes = [](const c10::Storage& s, size_t n) {
+      auto options = at::TensorOptions().dtype(at::kByte).device(s.device());
+      return at::empty({0}, options).set_(s, 0, {static_cast<int64_t>(n)}, {1});
+    };
+    at::Tensor old = kept > 0 ? bytes(storage, kept).clone() : at::Tensor();
+    c10::DeviceGuard guard(storage.device());
+    c10::Storage target = storage;  // shares the StorageImpl
+    target.set_data_ptr_noswap(allocator()->allocate(newsize));
+    target.set_nbytes(newsize);
+    if (old.defined()) bytes(target, kept).copy_(old);
   }
 };
 

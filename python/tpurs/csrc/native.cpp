@@ -11,6 +11,7 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/strides.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -109,8 +110,11 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt offse
                         c10::SymIntArrayRef stride) {
   auto* impl = self.unsafeGetTensorImpl();
   impl->set_storage_keep_dtype(std::move(source));
-  impl->set_sizes_and_strides(C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
-                              offset.guard_int(__FILE__, __LINE__));
+  auto sizes = C10_AS_INTARRAYREF_SLOW(size);
+  // No strides means contiguous, as in torch's set_.
+  c10::DimVector strides =
+      stride.empty() ? c10::contiguous_strides(sizes) : c10::DimVector(C10_AS_INTARRAYREF_SLOW(stride));
+  impl->set_sizes_and_strides(sizes, strides, offset.guard_int(__FILE__, __LINE__));
   return self;
 }
 

@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" numpy pytest "maturin>=1.5,<2" \
-  "fastatomstruct-xla-cpu==2026.6.23" "ruff==0.17.6"
+  "fastatomstruct-xla-cpu==2026.6.23" "ruff==0.17.6" "safetensors>=0.4"
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo (Rust) is required to build tpurs" >&2
   exit 1

@@ -275,6 +275,53 @@ def tensor_parallel(rank: int, world: int, dev: torch.device) -> None:
         _train_like_reference(model, every, lambda step: _batch(dp_rank, step), dev, 1e-5, "dp x tp")
 
 
+def sharded_load(rank: int, world: int, dev: torch.device) -> None:
+    """A safetensors checkpoint split in two files under a Hugging Face index loads into
+    FSDP2 and tensor-parallel shards equal to the full tensors, each rank reading exactly
+    the bytes of its own shards."""
+    import json
+
+    from safetensors.torch import save_file
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+    from tpurs.distributed import load_safetensors
+
+    full = {k: v.contiguous() for k, v in _model().state_dict().items()}
+    path = os.path.join(os.environ.get("TPURS_TEST_DIR", tempfile.gettempdir()), "tpurs-safetensors")
+    if rank == 0:
+        os.makedirs(path, exist_ok=True)
+        names = sorted(full)
+        halves = {"part-1.safetensors": names[::2], "part-2.safetensors": names[1::2]}
+        for file, part in halves.items():
+            save_file({n: full[n] for n in part}, os.path.join(path, file))
+        weight_map = {n: file for file, part in halves.items() for n in part}
+        with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+            json.dump({"weight_map": weight_map}, f)
+    dist.barrier()
+    mesh = torch.tpu.distributed.topology_aware_mesh((world,))
+    fsdp_model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).to(dev)
+    fully_shard(fsdp_model, mesh=mesh)
+    tp_model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).to(dev)
+    parallelize_module(tp_model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    for what, model in [("fsdp", fsdp_model), ("tp", tp_model)]:
+        report = load_safetensors(model, path)
+        own = sum(p.to_local().numel() * p.element_size() for p in model.state_dict().values())
+        if report.bytes_read != own or report.checkpoint_bytes != sum(t.numel() * 4 for t in full.values()):
+            raise AssertionError(f"{what}: read {report}, own shards {own} bytes")
+        for name, p in model.state_dict().items():
+            torch.testing.assert_close(
+                p.full_tensor().cpu(), full[name], atol=0, rtol=0, msg=lambda m: f"{what} {name}: {m}"
+            )
+    plain = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).to(dev)
+    load_safetensors(plain, os.path.join(path, "model.safetensors.index.json"))
+    for name, p in plain.state_dict().items():
+        same(p, full[name], f"unsharded {name}")
+
+
 def mixed(rank: int, world: int, dev: torch.device) -> None:
     """A group initialised as "cpu:gloo,tpu:tpu" sends CPU tensors to gloo and tpu tensors to
     the tpu backend."""
@@ -295,6 +342,7 @@ CHECKS = {
     "mixed": mixed,
     "fsdp": fsdp,
     "tensor_parallel": tensor_parallel,
+    "sharded_load": sharded_load,
 }
 
 

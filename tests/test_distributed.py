@@ -12,7 +12,7 @@ import sys
 import pytest
 
 WORKER = os.path.join(os.path.dirname(__file__), "dist_worker.py")
-CHECKS = ["collectives", "errors", "ddp", "mixed", "fsdp", "tensor_parallel"]
+CHECKS = ["collectives", "errors", "ddp", "mixed", "fsdp", "tensor_parallel", "sharded_load"]
 
 
 def _run(cmd: list[str], devices: int, check: str, ranks: int, tmp: str) -> None:

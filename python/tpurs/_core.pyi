@@ -28,3 +28,11 @@ def register_graph(
     outputs: list[int],
     default_dtype: int,
 ) -> tuple[int, str]: ...
+def collective(
+    kind: str,
+    reduce: str,
+    dtype: int,
+    numel: int,
+    inputs: list[int],
+    outputs: list[int],
+) -> None: ...

@@ -1,6 +1,7 @@
 """torch.distributed on tpu (`torch.tpu.distributed`): the "tpu" process-group backend,
 `spawn` (one thread per device in this process, the collectives running as PJRT programs
-across the devices), and TorchTPU's launch helpers."""
+across the devices), TorchTPU's launch helpers, and `load_safetensors` (checkpoints read
+straight into shards)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ import torch.distributed as dist
 
 from . import in_process
 from .backend import TpuBackend, create
+from .safetensors_load import LoadReport, load_safetensors
 
-__all__ = ["TpuBackend", "register", "set_tpu_launch_env", "spawn", "topology_aware_mesh"]
+__all__ = [
+    "LoadReport",
+    "TpuBackend",
+    "load_safetensors",
+    "register",
+    "set_tpu_launch_env",
+    "spawn",
+    "topology_aware_mesh",
+]
 
 
 def register() -> None:

@@ -105,6 +105,12 @@ def test_round_trip_copies(dtype):
     # dtype conversion during copies, both directions
     assert torch.equal(y.to(torch.float32).cpu(), x.to(torch.float32))
     assert torch.equal(x.to("tpu", torch.float32).cpu(), x.to(torch.float32))
+    # device -> host into existing CPU tensors: dense, transposed, another dtype, broadcast
+    dense, strided = torch.empty(5, 7, dtype=dtype), torch.empty(7, 5, dtype=dtype).t()
+    wider, rows = torch.empty(5, 7, dtype=torch.float64), torch.empty(3, 5, 7, dtype=dtype)
+    for out in (dense, strided, wider, rows):
+        out.copy_(y)
+        assert torch.equal(out, x.to(out.dtype).expand_as(out))
 
 
 def test_item_tolist_and_print():

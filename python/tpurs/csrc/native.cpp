@@ -65,10 +65,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     TpursArg d = tensor_arg(dst);
     check(g_api->copy_from_host(&d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
   } else {
-    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    // A dense destination of the same shape and dtype (as `.cpu()` makes) takes the bytes
+    // directly; anything else goes through a staging tensor and CPU copy_.
+    bool direct = dst.scalar_type() == self.scalar_type() && dst.sizes() == self.sizes() &&
+                  dst.is_contiguous() && !dst.is_conj() && !dst.is_neg();
+    at::Tensor host = direct ? dst : at::empty(self.sizes(), self.options().device(c10::kCPU));
     TpursArg s = tensor_arg(self);
     check(g_api->copy_to_host(&s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
-    dst.copy_(host);
+    if (!direct) dst.copy_(host);
   }
   return dst;
 }

@@ -89,13 +89,16 @@ pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runt
             ),
         );
     }
-    let mut options = Vec::new();
+    // Only the CPU plugin takes a device count, and only its client says which platform it is:
+    // ask, then create the CPU client again with the count when it differs.
+    let mut client = Client::load(Path::new(plugin_path), &[])?;
     if let Some(n) = cpu_devices {
-        if plugin_path.contains("cpu") {
-            options.push(NamedValue::int64("cpu_device_count", n));
+        if client.platform_name() == "cpu" && client.device_count() as i64 != n {
+            drop(client);
+            let options = [NamedValue::int64("cpu_device_count", n)];
+            client = Client::load(Path::new(plugin_path), &options)?;
         }
     }
-    let client = Client::load(Path::new(plugin_path), &options)?;
     let n = client.device_count();
     let rt = Runtime {
         plugin_path: plugin_path.to_string(),

@@ -15,7 +15,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 RANKS = 2
 
 
-def _losses(script: str, *args: str) -> list[float]:
+def _run(script: str, *args: str) -> tuple[list[float], str]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={RANKS}"]
     cmd += [os.path.join(EXAMPLES, "distributed", script), "--steps", "3", "--log-every", "1", *args]
     env = dict(os.environ, TPURS_CPU_DEVICES=str(RANKS), TPURS_FALLBACK="error", OMP_NUM_THREADS="1")
@@ -23,7 +23,7 @@ def _losses(script: str, *args: str) -> list[float]:
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     losses = [float(v) for v in re.findall(r"step +\d+  loss ([\d.]+)", proc.stdout)]
     assert len(losses) == 3, proc.stdout
-    return losses
+    return losses, proc.stdout
 
 
 def _cpu_first_loss(make_model, block: int, batch_size: int, seeds: list[int]) -> float:
@@ -59,12 +59,15 @@ def _llama(vocab_size: int):
     [
         ("ddp_mingpt.py", ["--dropout", "0"], _gpt, 128, 16, [1, 2]),
         ("train_llama.py", ["--parallel", "fsdp"], _llama, 64, 8, [1, 2]),
+        ("train_llama.py", ["--parallel", "fsdp", "--compile"], _llama, 64, 8, [1, 2]),
         ("train_llama.py", ["--parallel", "tp"], _llama, 64, 8, [1]),
     ],
-    ids=["ddp_mingpt", "fsdp_llama", "tp_llama"],
+    ids=["ddp_mingpt", "fsdp_llama", "fsdp_llama_compiled", "tp_llama"],
 )
 def test_example_trains_like_cpu(script, args, make_model, block, batch_size, seeds):
-    losses = _losses(script, *args)
+    losses, out = _run(script, *args)
+    if "--compile" in args:  # the blocks ran as compiled graphs, not eagerly
+        assert int(re.search(r"graph compiles (\d+)", out).group(1)) > 0, out
     expected = _cpu_first_loss(make_model, block, batch_size, seeds)
     assert abs(losses[0] - expected) < 2e-4, (losses, expected)
     assert losses[-1] < losses[0], losses

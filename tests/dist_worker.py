@@ -137,9 +137,14 @@ def errors(rank: int, world: int, dev: torch.device) -> None:
         expect(RuntimeError, "timed out", lambda: dist.all_reduce(torch.ones(2, device=dev)))
 
 
+class _Net(nn.Sequential):
+    def forward(self, x):  # user code: torch.compile traces it (torch.nn's own frames it skips)
+        return self[2](torch.tanh(self[0](x)))
+
+
 def _model() -> nn.Module:
     # Initialised from its own generator: the global one is shared by the rank threads.
-    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    model = _Net(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for p in model.parameters():
@@ -153,14 +158,17 @@ def _batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def ddp(rank: int, world: int, dev: torch.device) -> None:
-    """Five SGD steps of DistributedDataParallel, eager and over a compiled module, each step
-    accumulating one micro-batch under `no_sync()` before a synchronised one, equal one
-    process training on every rank's micro-batches at once."""
-    from torch.nn.parallel import DistributedDataParallel
+    """Five SGD steps of DistributedDataParallel, eager, over a compiled module and compiled
+    whole, each step accumulating one micro-batch under `no_sync()` before a synchronised one,
+    equal one process training on every rank's micro-batches at once."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    for compiled in (False, True):
+    for compiled in ("no", "DDP(compile(module))", "compile(DDP(module))"):
         module = _model().to(dev)
-        model = DistributedDataParallel(torch.compile(module) if compiled else module)
+        if compiled == "no":
+            model = DDP(module)
+        else:
+            model = DDP(torch.compile(module)) if compiled.startswith("DDP") else torch.compile(DDP(module))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         reference = _model()
         ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
@@ -179,6 +187,8 @@ def ddp(rank: int, world: int, dev: torch.device) -> None:
             torch.testing.assert_close(
                 p.detach().cpu(), q.detach(), atol=1e-5, rtol=1e-5, msg=lambda m: f"{name} (compiled {compiled}): {m}"
             )
+    # The captured graphs ran as tpurs programs (TPURS_FALLBACK=error forbids anything else);
+    # both compiled forms share _Net.forward's dynamo cache, so graphs are not counted per form.
     if torch.tpu.metrics()["graph_compiles"] == 0:
         raise AssertionError("the compiled module ran no tpurs graph")
 
@@ -213,19 +223,22 @@ def _train_like_reference(model, world_batches, rank_batch, dev, tolerance: floa
 
 
 def fsdp(rank: int, world: int, dev: torch.device) -> None:
-    """FSDP2 (`fully_shard` per layer and at the root), in float32 and with bfloat16
-    parameters reducing in float32."""
+    """FSDP2 (`fully_shard` per layer and at the root), in float32, with bfloat16 parameters
+    reducing in float32, and compiled (`torch.compile` of the sharded root)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     every = lambda step: [_batch(r, step) for r in range(world)]  # noqa: E731
-    for policy, tolerance in [(None, 1e-5), (MixedPrecisionPolicy(torch.bfloat16, torch.float32), 3e-2)]:
+    bf16 = MixedPrecisionPolicy(torch.bfloat16, torch.float32)
+    for policy, tolerance, compiled in [(None, 1e-5, False), (bf16, 3e-2, False), (None, 1e-5, True)]:
         model = _model().to(dev)
         kwargs = {"mp_policy": policy} if policy else {}
         for layer in model:
             if isinstance(layer, nn.Linear):
                 fully_shard(layer, **kwargs)
         fully_shard(model, **kwargs)
-        _train_like_reference(model, every, lambda step: _batch(rank, step), dev, tolerance, f"fsdp {policy}")
+        run = torch.compile(model) if compiled else model
+        what = f"fsdp {policy} compiled {compiled}"
+        _train_like_reference(run, every, lambda step: _batch(rank, step), dev, tolerance, what)
     checkpoint_round_trip(model, dev)
 
 

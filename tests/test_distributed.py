@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 WORKER = os.path.join(os.path.dirname(__file__), "dist_worker.py")
 CHECKS = ["collectives", "errors", "ddp", "mixed", "fsdp", "tensor_parallel", "sharded_load"]
@@ -43,3 +44,28 @@ def test_torchrun_four_processes(tmp_path):
 
 def _torchrun(processes: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+
+
+def test_load_safetensors_into_plain_module_and_bad_input(tmp_path):
+    """Without a process group, plain parameters are read whole; mismatched names, shapes and
+    paths raise Python exceptions."""
+    from safetensors.torch import save_file
+    from tpurs.distributed import load_safetensors
+
+    source = torch.nn.Linear(4, 3)
+    path = str(tmp_path / "model.safetensors")
+    save_file(source.state_dict(), path)
+    target = torch.nn.Linear(4, 3).to("tpu")
+    report = load_safetensors(target, path)
+    for name, value in source.state_dict().items():
+        assert torch.equal(target.state_dict()[name].cpu(), value)
+    assert report.bytes_read == report.checkpoint_bytes == (12 + 3) * 4 and report.tensors == 2
+
+    with pytest.raises(KeyError, match="missing"):
+        load_safetensors(torch.nn.Sequential(torch.nn.Linear(4, 3)).to("tpu"), path)
+    with pytest.raises(ValueError, match="in the checkpoint"):
+        load_safetensors(torch.nn.Linear(5, 3).to("tpu"), path)
+    (tmp_path / "empty").mkdir()
+    for missing in ("empty", "absent.safetensors"):
+        with pytest.raises(FileNotFoundError):
+            load_safetensors(target, str(tmp_path / missing))

@@ -71,8 +71,7 @@ def load_safetensors(module: torch.nn.Module, path: str, strict: bool = True) ->
         for name, file in files.items():
             stored = handles[file].get_slice(name)
             shape = tuple(stored.get_shape())
-            itemsize = torch.empty((), dtype=_DTYPES[stored.get_dtype()]).element_size()
-            total += math.prod(shape) * itemsize
+            total += math.prod(shape) * _itemsize(stored.get_dtype(), name)
             if name not in state:
                 continue
             target = state[name]
@@ -97,15 +96,11 @@ def load_safetensors(module: torch.nn.Module, path: str, strict: bool = True) ->
     return LoadReport(bytes_read=read, checkpoint_bytes=total, tensors=count)
 
 
-_DTYPES = {
-    "F64": torch.float64,
-    "F32": torch.float32,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "I64": torch.int64,
-    "I32": torch.int32,
-    "I16": torch.int16,
-    "I8": torch.int8,
-    "U8": torch.uint8,
-    "BOOL": torch.bool,
-}
+def _itemsize(safetensors_dtype: str, name: str) -> int:
+    """Bytes per element of a safetensors dtype tag ("F32", "BF16", "F8_E4M3", ...)."""
+    sizes = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2, "U16": 2}
+    if safetensors_dtype in sizes:
+        return sizes[safetensors_dtype]
+    if safetensors_dtype in ("I8", "U8", "BOOL") or safetensors_dtype.startswith("F8_"):
+        return 1
+    raise ValueError(f"load_safetensors: {name} has dtype {safetensors_dtype}, which torch cannot hold")

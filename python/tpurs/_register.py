@@ -43,8 +43,9 @@ def autoload() -> None:
     from . import _build, device
 
     bridge = ctypes.CDLL(str(_build.bridge_path()), mode=ctypes.RTLD_GLOBAL)
-    bridge.tpurs_bridge_init.argtypes = [ctypes.c_void_p]
-    if bridge.tpurs_bridge_init(ctypes.c_void_p(_core.c_api_address())) != 0:
+    bridge.tpurs_bridge_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    api, runtime = ctypes.c_void_p(_core.c_api_address()), ctypes.c_void_p(_core.runtime_address())
+    if bridge.tpurs_bridge_init(api, runtime) != 0:
         raise RuntimeError("tpurs: the C++ bridge refused the runtime's API table (version mismatch)")
     torch._register_device_module("tpu", device)
     torch.utils.generate_methods_for_privateuse1_backend(

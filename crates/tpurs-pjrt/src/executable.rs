@@ -213,9 +213,10 @@ impl LoadedExecutable {
         self.wrap_outputs(out_ptrs, device)
     }
 
-    /// Launches a program compiled for `args.len()` replicas: replica `r` runs on the device
-    /// with ordinal `devices[r]` (the compile-time device assignment) with arguments
-    /// `args[r]`. Returns each replica's outputs, without waiting.
+    /// Launches a program compiled for `args.len()` replicas, or for that many SPMD
+    /// partitions (`use_spmd_partitioning`, arguments sharded by `mhlo.sharding`): copy `r`
+    /// runs on the device with ordinal `devices[r]` (the compile-time device assignment)
+    /// with arguments `args[r]`. Returns each copy's outputs, without waiting.
     pub fn execute_replicated(
         &self,
         args: &[Vec<&Buffer>],

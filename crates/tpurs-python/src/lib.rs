@@ -7,7 +7,9 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tpurs_runtime::{runtime, Error, ErrorKind};
+use std::sync::OnceLock;
+
+use tpurs_runtime::{Error, ErrorKind, Runtime};
 
 mod graph;
 
@@ -23,23 +25,28 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
-fn rt() -> PyResult<&'static tpurs_runtime::Runtime> {
-    runtime().map_err(to_py)
+/// The runtime torch's "tpu" device runs on, created by `init`.
+static DEFAULT: OnceLock<Runtime> = OnceLock::new();
+
+fn rt() -> PyResult<&'static Runtime> {
+    DEFAULT.get().ok_or(Error::NotInitialised).map_err(to_py)
 }
 
-/// Loads the PJRT plugin and creates the client (idempotent).
+/// Loads the PJRT plugin and creates the default runtime (once; later calls keep it).
 #[pyfunction]
 #[pyo3(signature = (plugin_path, cpu_devices=None))]
 fn init(plugin_path: &str, cpu_devices: Option<i64>) -> PyResult<()> {
-    tpurs_runtime::init(plugin_path, cpu_devices)
-        .map(|_| ())
-        .map_err(to_py)
+    if DEFAULT.get().is_none() {
+        let rt = Runtime::new(plugin_path, cpu_devices).map_err(to_py)?;
+        let _ = DEFAULT.set(rt);
+    }
+    Ok(())
 }
 
 /// True once `init` succeeded.
 #[pyfunction]
 fn is_initialized() -> bool {
-    runtime().is_ok()
+    DEFAULT.get().is_some()
 }
 
 /// The PJRT platform name ("cpu", "cuda", "tpu").
@@ -77,7 +84,13 @@ fn device_kind(device: i64) -> PyResult<String> {
 /// Address of the C function table the torch bridge uses.
 #[pyfunction]
 fn c_api_address() -> usize {
-    &tpurs_runtime::ffi::CORE_API as *const _ as usize
+    &tpurs_runtime::abi::CORE_API as *const _ as usize
+}
+
+/// Address of the default runtime, the context argument of the bridge's calls.
+#[pyfunction]
+fn runtime_address() -> PyResult<usize> {
+    Ok(rt()? as *const Runtime as usize)
 }
 
 /// Names of every op with a lowering rule.
@@ -89,7 +102,7 @@ fn op_names() -> Vec<&'static str> {
 /// Counters: launches, compiles, cache hits/misses, compile seconds, bytes moved, fallbacks.
 #[pyfunction]
 fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let m = tpurs_runtime::metrics_snapshot();
+    let m = rt()?.metrics();
     let d = PyDict::new(py);
     d.set_item("op_launches", m.op_launches)?;
     d.set_item("compiles", m.compiles)?;
@@ -118,14 +131,15 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// Counts one fallback of `name` (an op or a compiled graph run op by op); returns the new
 /// count for that name.
 #[pyfunction]
-fn record_fallback(name: &str) -> u64 {
-    tpurs_runtime::record_fallback(name)
+fn record_fallback(name: &str) -> PyResult<u64> {
+    Ok(rt()?.record_fallback(name))
 }
 
 /// Zeroes the counters.
 #[pyfunction]
-fn reset_metrics() {
-    tpurs_runtime::reset_metrics();
+fn reset_metrics() -> PyResult<()> {
+    rt()?.reset_metrics();
+    Ok(())
 }
 
 /// Launches the work deferred on every device (fused eager), without waiting.
@@ -162,22 +176,25 @@ fn set_rng_state(device: i64, seed: u64, offset: u64) -> PyResult<()> {
 /// Bytes held by live tensors on `device`.
 #[pyfunction]
 fn memory_allocated(device: i64) -> PyResult<u64> {
-    let d = rt()?.check_device(device).map_err(to_py)?;
-    Ok(tpurs_runtime::memory_allocated()[d])
+    let rt = rt()?;
+    Ok(rt
+        .memory(rt.check_device(device).map_err(to_py)?)
+        .allocated())
 }
 
 /// Peak bytes held by live tensors on `device`.
 #[pyfunction]
 fn max_memory_allocated(device: i64) -> PyResult<u64> {
-    let d = rt()?.check_device(device).map_err(to_py)?;
-    Ok(tpurs_runtime::max_memory_allocated()[d])
+    let rt = rt()?;
+    Ok(rt.memory(rt.check_device(device).map_err(to_py)?).peak())
 }
 
 /// Resets the peak of `device` to its current use.
 #[pyfunction]
 fn reset_peak_memory_stats(device: i64) -> PyResult<()> {
-    let d = rt()?.check_device(device).map_err(to_py)?;
-    tpurs_runtime::reset_peak(d);
+    let rt = rt()?;
+    rt.memory(rt.check_device(device).map_err(to_py)?)
+        .reset_peak();
     Ok(())
 }
 
@@ -190,13 +207,13 @@ fn set_eager_mode(mode: u8) -> PyResult<()> {
         2 => tpurs_runtime::EagerMode::LaunchBlocking,
         _ => return Err(PyValueError::new_err(format!("unknown eager mode {mode}"))),
     };
-    tpurs_runtime::set_eager_mode(m).map_err(to_py)
+    rt()?.set_eager_mode(m).map_err(to_py)
 }
 
 /// The eager mode as set by `set_eager_mode`.
 #[pyfunction]
-fn eager_mode() -> u8 {
-    tpurs_runtime::eager_mode() as u8
+fn eager_mode() -> PyResult<u8> {
+    Ok(rt()?.eager_mode() as u8)
 }
 
 /// Registers a graph of ATen nodes (see `graph.rs` for the encoding) to run as one program
@@ -209,7 +226,7 @@ fn register_graph(
     default_dtype: i32,
 ) -> PyResult<(i64, String)> {
     let graph = graph::decode_graph(inputs, nodes, outputs, default_dtype)?;
-    tpurs_runtime::register_graph(graph).map_err(to_py)
+    rt()?.register_graph(graph).map_err(to_py)
 }
 
 /// Runs one collective over the devices of this process. `inputs[r]` and `outputs[r]` are
@@ -259,7 +276,7 @@ fn collective(
                 }
                 // SAFETY: `p` is the data pointer of a live tpu storage, which torch keeps
                 // alive (it holds its own reference) for the duration of this call.
-                Ok(unsafe { tpurs_runtime::Storage::arc_from_raw(p as *const std::ffi::c_void) })
+                Ok(unsafe { tpurs_runtime::abi::storage_from_torch(p as *const std::ffi::c_void) })
             })
             .collect()
     };
@@ -271,8 +288,8 @@ fn collective(
 
 /// Number of programs in the in-memory compile cache.
 #[pyfunction]
-fn compile_cache_size() -> usize {
-    tpurs_runtime::cache_len()
+fn compile_cache_size() -> PyResult<usize> {
+    Ok(rt()?.cache_len())
 }
 
 #[pymodule]
@@ -285,6 +302,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(device_kind, m)?)?;
     m.add_function(wrap_pyfunction!(c_api_address, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_address, m)?)?;
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
     m.add_function(wrap_pyfunction!(reset_metrics, m)?)?;

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 use tpurs_ops::{Lowered, OpCall};
 use tpurs_pjrt::{CompileOptions, LoadedExecutable};
 
-use crate::metrics::{bump, metrics};
+use crate::metrics::bump;
 use crate::runtime::Runtime;
 use crate::Result;
 
@@ -46,50 +46,19 @@ impl Plan {
 /// compiles and compile time) and stored there.
 pub fn compile(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
     let options = CompileOptions::default();
-    rt.programs.get_or_compile(&rt.client, mlir, &options, || {
-        let start = Instant::now();
-        let exe = rt.client.compile(mlir, &options);
-        bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
-        let exe = exe.inspect_err(|_| {
-            if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
-                eprintln!("{mlir}");
-            }
-        })?;
-        bump(&metrics().compiles, 1);
-        Ok(exe)
-    })
-}
-
-type PlanCache = Mutex<FxHashMap<Box<[u64]>, Arc<Plan>>>;
-
-fn plans() -> &'static PlanCache {
-    static C: OnceLock<PlanCache> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(FxHashMap::default()))
-}
-
-/// Looks up `key`; on a miss calls `lower` and stores the plan.
-pub fn get_or_lower(
-    key: &[u64],
-    lower: impl FnOnce() -> Result<(OpCall, Lowered)>,
-) -> Result<Arc<Plan>> {
-    if let Some(p) = plans().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-        bump(&metrics().cache_hits, 1);
-        return Ok(p.clone());
-    }
-    bump(&metrics().cache_misses, 1);
-    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-    let (call, lowered) = lower()?;
-    let plan = Arc::new(Plan {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        call,
-        lowered,
-        exe: OnceLock::new(),
-    });
-    plans()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key.into(), plan.clone());
-    Ok(plan)
+    rt.programs
+        .get_or_compile(&rt.client, &rt.metrics, mlir, &options, || {
+            let start = Instant::now();
+            let exe = rt.client.compile(mlir, &options);
+            bump(&rt.metrics.compile_ns, start.elapsed().as_nanos() as u64);
+            let exe = exe.inspect_err(|_| {
+                if std::env::var_os("TPURS_DUMP_ON_ERROR").is_some() {
+                    eprintln!("{mlir}");
+                }
+            })?;
+            bump(&rt.metrics.compiles, 1);
+            Ok(exe)
+        })
 }
 
 /// A fused program (its outputs are the batch's live nodes, in node order).
@@ -98,11 +67,52 @@ pub struct Fused {
     pub exe: LoadedExecutable,
 }
 
-type FusedCache = Mutex<FxHashMap<Box<[u64]>, Arc<Fused>>>;
+/// The in-memory tier of one runtime: op plans and fused programs by key.
+#[derive(Default)]
+pub(crate) struct MemoryCache {
+    plans: Mutex<FxHashMap<Box<[u64]>, Arc<Plan>>>,
+    fused: Mutex<FxHashMap<Box<[u64]>, Arc<Fused>>>,
+    next_plan: AtomicU64,
+}
 
-fn fused() -> &'static FusedCache {
-    static C: OnceLock<FusedCache> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(FxHashMap::default()))
+impl MemoryCache {
+    /// Number of cached op plans and fused programs.
+    pub fn len(&self) -> usize {
+        self.plans.lock().map(|c| c.len()).unwrap_or(0)
+            + self.fused.lock().map(|c| c.len()).unwrap_or(0)
+    }
+}
+
+/// Looks `key` up among `rt`'s plans; on a miss calls `lower` and stores the plan.
+pub fn get_or_lower(
+    rt: &Runtime,
+    key: &[u64],
+    lower: impl FnOnce() -> Result<(OpCall, Lowered)>,
+) -> Result<Arc<Plan>> {
+    let cache = &rt.cache;
+    if let Some(p) = cache
+        .plans
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+    {
+        bump(&rt.metrics.cache_hits, 1);
+        return Ok(p.clone());
+    }
+    bump(&rt.metrics.cache_misses, 1);
+    let (call, lowered) = lower()?;
+    let plan = Arc::new(Plan {
+        id: cache.next_plan.fetch_add(1, Ordering::Relaxed),
+        call,
+        lowered,
+        exe: OnceLock::new(),
+    });
+    cache
+        .plans
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key.into(), plan.clone());
+    Ok(plan)
 }
 
 /// Looks up a fused program; on a miss `build` returns its module text, which is compiled.
@@ -111,23 +121,25 @@ pub fn get_or_compile_fused(
     key: &[u64],
     build: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Fused>> {
-    if let Some(f) = fused().lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-        bump(&metrics().cache_hits, 1);
+    let cache = &rt.cache;
+    if let Some(f) = cache
+        .fused
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+    {
+        bump(&rt.metrics.cache_hits, 1);
         return Ok(f.clone());
     }
-    bump(&metrics().cache_misses, 1);
+    bump(&rt.metrics.cache_misses, 1);
     let mlir = build()?;
     let f = Arc::new(Fused {
         exe: compile(rt, &mlir)?,
     });
-    fused()
+    cache
+        .fused
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(key.into(), f.clone());
     Ok(f)
-}
-
-/// Number of cached op plans and fused programs.
-pub fn cache_len() -> usize {
-    plans().lock().map(|c| c.len()).unwrap_or(0) + fused().lock().map(|c| c.len()).unwrap_or(0)
 }

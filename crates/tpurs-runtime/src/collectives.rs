@@ -11,7 +11,7 @@ use tpurs_pjrt::{CompileOptions, LoadedExecutable};
 
 use crate::defer::ready;
 use crate::error::{invalid, ErrorKind, Result};
-use crate::metrics::{bump, metrics};
+use crate::metrics::bump;
 use crate::runtime::Runtime;
 use crate::storage::{Flat, Storage};
 use crate::transfer::zeros;
@@ -84,8 +84,8 @@ pub fn run(
     let exe = executable(rt, &module(op, dtype, numel, n), &devices)?;
     let args: Vec<Vec<&tpurs_pjrt::Buffer>> = flats.iter().map(|f| vec![&*f.buffer]).collect();
     let results = exe.execute_replicated(&args, &devices)?;
-    bump(&metrics().op_launches, 1);
-    bump(&metrics().collectives, 1);
+    bump(&rt.metrics.op_launches, 1);
+    bump(&rt.metrics.collectives, 1);
     for ((out, mut bufs), &d) in outputs.iter().zip(results).zip(&devices) {
         let buffer = Arc::new(bufs.remove(0));
         *rt.last_output[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(buffer.clone());
@@ -218,10 +218,10 @@ fn executable(rt: &Runtime, mlir: &str, devices: &[usize]) -> Result<Arc<LoadedE
     let key = (mlir.to_string(), devices.to_vec());
     let mut cache = rt.collectives.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(exe) = cache.get(&key) {
-        bump(&metrics().cache_hits, 1);
+        bump(&rt.metrics.cache_hits, 1);
         return Ok(exe.clone());
     }
-    bump(&metrics().cache_misses, 1);
+    bump(&rt.metrics.cache_misses, 1);
     let mut assignment = Vec::with_capacity(devices.len());
     for &d in devices {
         let info = rt.client.device_info(d).ok_or_else(|| {
@@ -239,8 +239,8 @@ fn executable(rt: &Runtime, mlir: &str, devices: &[usize]) -> Result<Arc<LoadedE
     // device assignment must not depend on how a cached copy was deserialized.
     let start = std::time::Instant::now();
     let exe = Arc::new(rt.client.compile(mlir, &options)?);
-    bump(&metrics().compile_ns, start.elapsed().as_nanos() as u64);
-    bump(&metrics().compiles, 1);
+    bump(&rt.metrics.compile_ns, start.elapsed().as_nanos() as u64);
+    bump(&rt.metrics.compiles, 1);
     cache.insert(key, exe.clone());
     Ok(exe)
 }

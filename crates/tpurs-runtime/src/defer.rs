@@ -11,7 +11,6 @@
 //! the host (even of a value already computed) and after every optimizer step (a hook
 //! installed from Python).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use tpurs_hlo::{Builder, TensorType, Value};
@@ -20,7 +19,7 @@ use tpurs_pjrt::Buffer;
 
 use crate::cache::{get_or_compile_fused, Plan};
 use crate::error::Result;
-use crate::metrics::{bump, metrics};
+use crate::metrics::bump;
 use crate::runtime::Runtime;
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::dtype_of_element;
@@ -48,21 +47,18 @@ pub(crate) struct Batch {
     nodes: Vec<Node>,
 }
 
-static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
-
-impl Default for Batch {
-    fn default() -> Self {
+impl Batch {
+    /// An empty batch; `id` must be unique within its runtime.
+    pub fn new(id: u64) -> Self {
         Batch {
-            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
+            id,
             ops: Vec::new(),
             externals: Vec::new(),
             key: Vec::new(),
             nodes: Vec::new(),
         }
     }
-}
 
-impl Batch {
     /// Number of recorded ops.
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -135,7 +131,7 @@ impl Batch {
         if self.ops.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::take(self);
+        let batch = std::mem::replace(self, Batch::new(rt.next_batch_id()));
         let live: Vec<(u32, Arc<Storage>)> = batch
             .nodes
             .iter()
@@ -166,7 +162,7 @@ impl Batch {
                 return Err(e);
             }
         };
-        bump(&metrics().op_launches, 1);
+        bump(&rt.metrics.op_launches, 1);
         let mut last = None;
         for ((n, s), buf) in live.iter().zip(outs) {
             let ty = &batch.nodes[*n as usize].ty;

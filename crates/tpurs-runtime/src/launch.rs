@@ -11,20 +11,24 @@ use tpurs_ops::{
 };
 use tpurs_pjrt::Buffer;
 
+use crate::abi::{
+    self, kind, storage_into_raw, CArg, ScalarRef, TensorRef, TpursOpResults, TpursReplace,
+    TpursResult, TpursWrite,
+};
 use crate::cache::{get_or_lower, Plan};
 use crate::defer::{Batch, Binding};
 use crate::error::{invalid, ErrorKind, Result};
-use crate::ffi::{self, kind, TpursArg, TpursOpResults, TpursReplace, TpursResult, TpursWrite};
-use crate::metrics::{bump, metrics};
-use crate::runtime::{eager_mode, runtime, EagerMode, Runtime};
+use crate::metrics::bump;
+use crate::runtime::{EagerMode, Runtime};
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::{element_type, zeros};
 
 /// Per-thread buffers reused across calls so the hot path does not allocate for keys.
+/// `slots` holds the call's storages during the call only.
 #[derive(Default)]
 struct Scratch {
     key: Vec<u64>,
-    slots: Vec<*const Storage>,
+    slots: Vec<Arc<Storage>>,
     slot_meta: Vec<StorageMeta>,
     results: Vec<TpursResult>,
     replaces: Vec<TpursReplace>,
@@ -35,56 +39,10 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// The C entry point (see `TpursCoreApi::run_op`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) extern "C" fn run_op(
-    op: u32,
-    args: *const TpursArg,
-    nargs: i64,
-    writes: *const TpursWrite,
-    nwrites: i64,
-    returns: *const i32,
-    nreturns: i64,
-    default_dtype: i32,
-    out: *mut TpursOpResults,
-) -> i32 {
-    ffi::guarded(|| {
-        // SAFETY: the bridge passes arrays of the stated lengths, valid for this call.
-        let (args, writes, returns) = unsafe {
-            (
-                slice(args, nargs),
-                slice(writes, nwrites),
-                slice(returns, nreturns),
-            )
-        };
-        let call = CallDesc {
-            op,
-            args,
-            writes,
-            returns,
-            default_dtype,
-        };
-        let produced = run(&call)?;
-        if !out.is_null() {
-            // SAFETY: `out` points at a results struct owned by the caller.
-            unsafe { *out = produced };
-        }
-        Ok(())
-    })
-}
-
-pub(crate) unsafe fn slice<'a, T>(p: *const T, n: i64) -> &'a [T] {
-    if p.is_null() || n <= 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(p, n as usize)
-    }
-}
-
 /// One op call as the bridge described it.
 pub(crate) struct CallDesc<'a> {
     pub op: OpId,
-    pub args: &'a [TpursArg],
+    pub args: &'a [CArg<'a>],
     pub writes: &'a [TpursWrite],
     pub returns: &'a [i32],
     pub default_dtype: i32,
@@ -118,16 +76,15 @@ impl Scratch {
         self.replaces.clear();
     }
 
-    fn slot_of(&mut self, a: &TpursArg) -> Result<usize> {
-        let p = a.storage as *const Storage;
-        if let Some(i) = self.slots.iter().position(|&s| s == p) {
+    fn slot_of(&mut self, t: &TensorRef) -> Result<usize> {
+        let storage = t.storage;
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| std::ptr::eq(&**s, storage.get()))
+        {
             return Ok(i);
         }
-        if p.is_null() {
-            return invalid(ErrorKind::Runtime, "tpu tensor without storage");
-        }
-        // SAFETY: the bridge passes storages created by this crate that outlive the call.
-        let storage = unsafe { &*p };
         let meta = match storage.contents() {
             Contents::Ready(f) => StorageMeta {
                 numel: f.numel,
@@ -135,148 +92,131 @@ impl Scratch {
             },
             Contents::Pending { dtype, numel, .. } => StorageMeta { numel, dtype },
             Contents::Empty => {
-                let dtype = dtype_of(a.dtype)?;
+                let dtype = dtype_of(t.dtype)?;
                 StorageMeta {
                     numel: (storage.nbytes / dtype.byte_size()) as i64,
                     dtype,
                 }
             }
         };
-        self.slots.push(p);
+        self.slots.push(storage.to_arc());
         self.slot_meta.push(meta);
         Ok(self.slots.len() - 1)
     }
 
     /// Appends the cache-key words of one argument.
-    fn encode(&mut self, a: &TpursArg, bake: bool, device: &mut Option<i32>) -> Result<()> {
-        self.key.push(a.kind as u64);
-        match a.kind {
-            kind::NONE => {}
-            kind::TENSOR => {
+    fn encode(&mut self, a: &CArg, bake: bool, device: &mut Option<i32>) -> Result<()> {
+        match a {
+            CArg::None => self.key.push(kind::NONE as u64),
+            CArg::Tensor(t) => {
                 match *device {
-                    None => *device = Some(a.device),
-                    Some(d) if d != a.device => {
+                    None => *device = Some(t.device),
+                    Some(d) if d != t.device => {
                         return invalid(
                             ErrorKind::Runtime,
                             format!(
                                 "Expected all tensors to be on the same device, but found at least two devices, tpu:{d} and tpu:{}!",
-                                a.device
+                                t.device
                             ),
                         )
                     }
                     _ => {}
                 }
-                let slot = self.slot_of(a)?;
-                // SAFETY: sizes and strides hold `ndim` entries.
-                let (sizes, strides) =
-                    unsafe { (slice(a.sizes, a.ndim), slice(a.strides, a.ndim)) };
+                let slot = self.slot_of(t)?;
                 self.key.extend_from_slice(&[
-                    a.dtype as u64,
+                    kind::TENSOR as u64,
+                    t.dtype as u64,
                     slot as u64,
-                    a.ndim as u64,
-                    a.offset as u64,
+                    t.sizes.len() as u64,
+                    t.offset as u64,
                 ]);
-                self.key.extend(sizes.iter().map(|&v| v as u64));
-                self.key.extend(strides.iter().map(|&v| v as u64));
+                self.key.extend(t.sizes.iter().map(|&v| v as u64));
+                self.key.extend(t.strides.iter().map(|&v| v as u64));
             }
-            kind::SCALAR => {
-                self.key
-                    .extend_from_slice(&[a.dtype as u64, a.wrapped as u64]);
+            CArg::Scalar(v) => {
+                self.key.extend_from_slice(&[
+                    kind::SCALAR as u64,
+                    v.dtype as u64,
+                    v.wrapped as u64,
+                ]);
                 if bake {
-                    self.key.extend_from_slice(&[a.i as u64, a.f.to_bits()]);
+                    self.key.extend_from_slice(&[v.i as u64, v.f.to_bits()]);
                 }
             }
-            kind::INT | kind::BOOL | kind::DTYPE => {
-                self.key.extend_from_slice(&[a.i as u64, a.dtype as u64])
-            }
-            kind::FLOAT => self.key.push(a.f.to_bits()),
-            kind::STR | kind::BOOL_LIST => {
-                // SAFETY: `items` holds `ndim` bytes.
-                let bytes: &[u8] = unsafe { slice(a.items as *const u8, a.ndim) };
-                self.key.push(bytes.len() as u64);
+            CArg::Int(i) => self.key.extend_from_slice(&[kind::INT as u64, *i as u64]),
+            CArg::Bool(b) => self.key.extend_from_slice(&[kind::BOOL as u64, *b as u64]),
+            CArg::Dtype(d) => self.key.extend_from_slice(&[kind::DTYPE as u64, *d as u64]),
+            CArg::Float(f) => self
+                .key
+                .extend_from_slice(&[kind::FLOAT as u64, f.to_bits()]),
+            CArg::Str(bytes) | CArg::BoolList(bytes) => {
+                let k = if matches!(a, CArg::Str(_)) {
+                    kind::STR
+                } else {
+                    kind::BOOL_LIST
+                };
+                self.key.extend_from_slice(&[k as u64, bytes.len() as u64]);
                 self.key.extend(bytes.iter().map(|&b| b as u64));
             }
-            kind::INT_LIST => {
-                // SAFETY: `sizes` holds `ndim` ints.
-                let items = unsafe { slice(a.sizes, a.ndim) };
-                self.key.push(items.len() as u64);
+            CArg::IntList(items) => {
+                self.key
+                    .extend_from_slice(&[kind::INT_LIST as u64, items.len() as u64]);
                 self.key.extend(items.iter().map(|&v| v as u64));
             }
-            kind::FLOAT_LIST => {
-                // SAFETY: `items` holds `ndim` doubles.
-                let items = unsafe { slice(a.items as *const f64, a.ndim) };
-                self.key.push(items.len() as u64);
+            CArg::FloatList(items) => {
+                self.key
+                    .extend_from_slice(&[kind::FLOAT_LIST as u64, items.len() as u64]);
                 self.key.extend(items.iter().map(|v| v.to_bits()));
             }
-            kind::LIST => {
-                // SAFETY: `items` holds `ndim` args.
-                let items = unsafe { slice(a.items as *const TpursArg, a.ndim) };
-                self.key.push(items.len() as u64);
+            CArg::List(items) => {
+                self.key
+                    .extend_from_slice(&[kind::LIST as u64, items.len() as u64]);
                 for item in items {
                     self.encode(item, bake, device)?;
                 }
             }
-            other => return invalid(ErrorKind::Runtime, format!("unknown argument kind {other}")),
         }
         Ok(())
     }
 }
 
-/// Converts C arguments into the lowering's description (cache misses only).
-fn to_arg(a: &TpursArg, scratch: &mut Scratch) -> Result<EagerArg> {
-    // SAFETY (all reads below): pointers hold `ndim` items as documented in `TpursArg`.
-    Ok(match a.kind {
-        kind::NONE => Arg::None,
-        kind::TENSOR => {
-            let (sizes, strides) = unsafe { (slice(a.sizes, a.ndim), slice(a.strides, a.ndim)) };
-            Arg::Tensor(TensorMeta {
-                dtype: dtype_of(a.dtype)?,
-                sizes: sizes.to_vec(),
-                strides: strides.to_vec(),
-                offset: a.offset,
-                slot: scratch.slot_of(a)?,
-            })
-        }
-        kind::SCALAR => {
-            let dtype = dtype_of(a.dtype)?;
+/// Converts decoded arguments into the lowering's description (cache misses only).
+fn to_arg(a: &CArg, scratch: &mut Scratch) -> Result<EagerArg> {
+    Ok(match a {
+        CArg::None => Arg::None,
+        CArg::Tensor(t) => Arg::Tensor(TensorMeta {
+            dtype: dtype_of(t.dtype)?,
+            sizes: t.sizes.to_vec(),
+            strides: t.strides.to_vec(),
+            offset: t.offset,
+            slot: scratch.slot_of(t)?,
+        }),
+        CArg::Scalar(v) => {
+            let dtype = dtype_of(v.dtype)?;
             Arg::Scalar(ScalarMeta {
                 dtype,
-                wrapped: a.wrapped != 0,
-                value: scalar_literal(a, dtype),
+                wrapped: v.wrapped,
+                value: scalar_literal(v, dtype),
             })
         }
-        kind::INT => Arg::Int(a.i),
-        kind::BOOL => Arg::Bool(a.i != 0),
-        kind::FLOAT => Arg::Float(a.f),
-        kind::DTYPE => Arg::Dtype(dtype_of(a.dtype)?),
-        kind::STR => {
-            let bytes: &[u8] = unsafe { slice(a.items as *const u8, a.ndim) };
-            Arg::Str(String::from_utf8_lossy(bytes).into_owned())
-        }
-        kind::INT_LIST => Arg::IntList(unsafe { slice(a.sizes, a.ndim) }.to_vec()),
-        kind::FLOAT_LIST => {
-            Arg::FloatList(unsafe { slice(a.items as *const f64, a.ndim) }.to_vec())
-        }
-        kind::BOOL_LIST => Arg::BoolList(
-            unsafe { slice(a.items as *const u8, a.ndim) }
+        CArg::Int(i) => Arg::Int(*i),
+        CArg::Bool(b) => Arg::Bool(*b),
+        CArg::Float(f) => Arg::Float(*f),
+        CArg::Dtype(d) => Arg::Dtype(dtype_of(*d)?),
+        CArg::Str(bytes) => Arg::Str(String::from_utf8_lossy(bytes).into_owned()),
+        CArg::IntList(items) => Arg::IntList(items.to_vec()),
+        CArg::FloatList(items) => Arg::FloatList(items.to_vec()),
+        CArg::BoolList(items) => Arg::BoolList(items.iter().map(|&b| b != 0).collect()),
+        CArg::List(items) => Arg::List(
+            items
                 .iter()
-                .map(|&b| b != 0)
-                .collect(),
+                .map(|i| to_arg(i, scratch))
+                .collect::<Result<_>>()?,
         ),
-        kind::LIST => {
-            let items = unsafe { slice(a.items as *const TpursArg, a.ndim) };
-            Arg::List(
-                items
-                    .iter()
-                    .map(|i| to_arg(i, scratch))
-                    .collect::<Result<_>>()?,
-            )
-        }
-        other => return invalid(ErrorKind::Runtime, format!("unknown argument kind {other}")),
     })
 }
 
-fn scalar_literal(a: &TpursArg, dtype: DType) -> Literal {
+fn scalar_literal(a: &ScalarRef, dtype: DType) -> Literal {
     if dtype.is_float() {
         Literal::Float(a.f)
     } else if dtype == DType::Bool {
@@ -305,8 +245,8 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
         .returns
         .iter()
         .map(|&r| match r {
-            ffi::RETURN_FRESH => ReturnSpec::Fresh,
-            ffi::RETURN_FRESH_LIST => ReturnSpec::FreshList,
+            abi::RETURN_FRESH => ReturnSpec::Fresh,
+            abi::RETURN_FRESH_LIST => ReturnSpec::FreshList,
             k => ReturnSpec::Alias(k as usize),
         })
         .collect();
@@ -320,17 +260,29 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
     })
 }
 
-/// The argument a parameter source names.
-fn source_arg(args: &[TpursArg], arg: usize, item: Option<usize>) -> &TpursArg {
-    match item {
-        None => &args[arg],
-        // SAFETY: list items were validated when the key was built.
-        Some(j) => unsafe { &slice(args[arg].items as *const TpursArg, args[arg].ndim)[j] },
+/// The host number a parameter source names.
+fn source_scalar<'a>(args: &'a [CArg], arg: usize, item: Option<usize>) -> Result<&'a ScalarRef> {
+    let a = match (item, &args[arg]) {
+        (None, a) => a,
+        (Some(j), CArg::List(items)) => &items[j],
+        _ => {
+            return invalid(
+                ErrorKind::Runtime,
+                "a scalar parameter names a non-list item",
+            )
+        }
+    };
+    match a {
+        CArg::Scalar(v) => Ok(v),
+        _ => invalid(
+            ErrorKind::Runtime,
+            "a scalar parameter names a non-scalar argument",
+        ),
     }
 }
 
 /// The buffer of a 0-d host number, cached by value.
-fn scalar_buffer(rt: &Runtime, a: &TpursArg, device: usize) -> Result<Arc<Buffer>> {
+fn scalar_buffer(rt: &Runtime, a: &ScalarRef, device: usize) -> Result<Arc<Buffer>> {
     let dtype = dtype_of(a.dtype)?;
     let bits = if dtype.is_float() {
         a.f.to_bits()
@@ -382,75 +334,77 @@ enum Produced {
 
 /// Runs one call (launching it, or recording it in fused eager mode) and returns what it
 /// produced.
-pub(crate) fn run(call: &CallDesc) -> Result<TpursOpResults> {
-    let rt = runtime()?;
+pub(crate) fn run(rt: &Runtime, call: &CallDesc) -> Result<TpursOpResults> {
     SCRATCH.with(|cell| {
         let mut guard = cell.borrow_mut();
         let s = &mut *guard;
         s.clear();
-        let entry = tpurs_ops::op_entry(call.op);
-        let mut device = None;
-        s.key
-            .extend_from_slice(&[call.op as u64, call.default_dtype as u64]);
-        for a in call.args {
-            s.encode(a, entry.bake_scalars, &mut device)?;
-        }
-        for m in &s.slot_meta {
-            s.key.push(m.numel as u64);
-            s.key.push(m.dtype as u64);
-        }
-        let dev = rt.check_device(device.unwrap_or(0) as i64)?;
-        let key = std::mem::take(&mut s.key);
-        let plan = get_or_lower(&key, || {
-            let op_call = build_call(call, s)?;
-            let lowered = tpurs_ops::lower(&op_call)?;
-            Ok((op_call, lowered))
-        });
-        s.key = key;
-        let plan = plan?;
-        let mode = eager_mode();
-        let mut batch = rt.batch(dev);
-        if mode == EagerMode::DeferAndFuse {
-            let bindings = bind_params(rt, s, call, &plan, dev, &mut batch)?;
-            let first = batch.record(&plan, bindings);
-            let out = finish(s, &plan, dev, Produced::Pending(first), Some(&mut batch));
-            if batch.len() >= fuse_limit() {
-                batch.flush(rt, dev)?;
-            }
-            return out;
-        }
-        // Launching on its own: anything deferred earlier goes first.
-        batch.flush(rt, dev)?;
-        drop(batch);
-        let params = gather_params(rt, s, call, &plan, dev)?;
-        let refs: Vec<&Buffer> = params.iter().map(|b| b.as_ref()).collect();
-        let outs = plan.executable(rt)?.execute(&refs, dev)?;
-        drop(refs);
-        drop(params);
-        bump(&metrics().op_launches, 1);
-        if mode == EagerMode::LaunchBlocking {
-            for b in &outs {
-                b.block_until_ready()?;
-            }
-        }
-        finish(s, &plan, dev, Produced::Buffers(outs), None)
+        let out = run_with(rt, call, s);
+        // The call's storages must not outlive it here (torch may free them next).
+        s.slots.clear();
+        out
     })
 }
 
-fn fuse_limit() -> usize {
-    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var("TPURS_FUSE_LIMIT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(128)
-    })
+fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpResults> {
+    let entry = tpurs_ops::op_entry(call.op);
+    let mut device = None;
+    s.key
+        .extend_from_slice(&[call.op as u64, call.default_dtype as u64]);
+    for a in call.args {
+        s.encode(a, entry.bake_scalars, &mut device)?;
+    }
+    for m in &s.slot_meta {
+        s.key.push(m.numel as u64);
+        s.key.push(m.dtype as u64);
+    }
+    let dev = rt.check_device(device.unwrap_or(0) as i64)?;
+    let key = std::mem::take(&mut s.key);
+    let plan = get_or_lower(rt, &key, || {
+        let op_call = build_call(call, s)?;
+        let lowered = tpurs_ops::lower(&op_call)?;
+        Ok((op_call, lowered))
+    });
+    s.key = key;
+    let plan = plan?;
+    let mode = rt.eager_mode();
+    let mut batch = rt.batch(dev);
+    if mode == EagerMode::DeferAndFuse {
+        let bindings = bind_params(rt, s, call, &plan, dev, &mut batch)?;
+        let first = batch.record(&plan, bindings);
+        let out = finish(
+            rt,
+            s,
+            &plan,
+            dev,
+            Produced::Pending(first),
+            Some(&mut batch),
+        );
+        if batch.len() >= rt.fuse_limit() {
+            batch.flush(rt, dev)?;
+        }
+        return out;
+    }
+    // Launching on its own: anything deferred earlier goes first.
+    batch.flush(rt, dev)?;
+    drop(batch);
+    let params = gather_params(rt, s, call, &plan, dev)?;
+    let refs: Vec<&Buffer> = params.iter().map(|b| b.as_ref()).collect();
+    let outs = plan.executable(rt)?.execute(&refs, dev)?;
+    drop(refs);
+    drop(params);
+    bump(&rt.metrics.op_launches, 1);
+    if mode == EagerMode::LaunchBlocking {
+        for b in &outs {
+            b.block_until_ready()?;
+        }
+    }
+    finish(rt, s, &plan, dev, Produced::Buffers(outs), None)
 }
 
 /// The current buffer of storage slot `slot`, zero-filled if it was never written.
 fn storage_buffer(rt: &Runtime, s: &Scratch, slot: usize, dev: usize) -> Result<Arc<Buffer>> {
-    // SAFETY: slot pointers were taken from this call's live arguments.
-    let storage = unsafe { &*s.slots[slot] };
+    let storage = &s.slots[slot];
     if let Some(f) = crate::defer::ready(rt, storage)? {
         return Ok(f.buffer);
     }
@@ -486,7 +440,7 @@ fn gather_params(
         .map(|p| match *p {
             ParamSource::Storage(slot) => storage_buffer(rt, s, slot, dev),
             ParamSource::Scalar(arg, item) => {
-                scalar_buffer(rt, source_arg(call.args, arg, item), dev)
+                scalar_buffer(rt, source_scalar(call.args, arg, item)?, dev)
             }
             ParamSource::Rng => rng_buffer(rt, dev),
         })
@@ -506,8 +460,7 @@ fn bind_params(
     for p in &plan.lowered.params {
         let b = match *p {
             ParamSource::Storage(slot) => {
-                // SAFETY: as in `storage_buffer`.
-                let storage = unsafe { &*s.slots[slot] };
+                let storage = &s.slots[slot];
                 match storage.contents() {
                     Contents::Pending {
                         batch: id, node, ..
@@ -521,9 +474,11 @@ fn bind_params(
                     }
                 }
             }
-            ParamSource::Scalar(arg, item) => {
-                batch.external(scalar_buffer(rt, source_arg(call.args, arg, item), dev)?)
-            }
+            ParamSource::Scalar(arg, item) => batch.external(scalar_buffer(
+                rt,
+                source_scalar(call.args, arg, item)?,
+                dev,
+            )?),
             ParamSource::Rng => batch.external(rng_buffer(rt, dev)?),
         };
         bindings.push(b);
@@ -534,6 +489,7 @@ fn bind_params(
 /// Gives each output its storage (new tensors, updated arguments, replaced out= storages)
 /// and describes the schema's results for the bridge.
 fn finish(
+    rt: &Runtime,
     s: &mut Scratch,
     plan: &Plan,
     dev: usize,
@@ -567,15 +523,12 @@ fn finish(
         let storage: Arc<Storage> = match spec {
             tpurs_ops::OutputSpec::Fresh(ty) | tpurs_ops::OutputSpec::Replace(_, ty) => {
                 s.sizes.push(ty.shape.clone());
-                Arc::new(Storage::with_contents(
-                    dev,
-                    ty.numel() as usize * ty.dtype.byte_size(),
-                    contents,
-                ))
+                let st = rt.new_storage(dev, ty.numel() as usize * ty.dtype.byte_size());
+                st.set_contents(contents);
+                Arc::new(st)
             }
             tpurs_ops::OutputSpec::Storage(slot) => {
-                // SAFETY: slot pointers were taken from this call's live arguments.
-                let st = unsafe { Storage::arc_from_raw(s.slots[*slot] as *const _) };
+                let st = s.slots[*slot].clone();
                 st.set_contents(contents);
                 st
             }
@@ -584,20 +537,19 @@ fn finish(
             b.bind(node, &storage);
         }
         match spec {
-            tpurs_ops::OutputSpec::Fresh(_) => fresh.push(storage.into_raw()),
+            tpurs_ops::OutputSpec::Fresh(_) => fresh.push(storage_into_raw(storage)),
             tpurs_ops::OutputSpec::Replace(k, ty) => s.replaces.push(TpursReplace {
                 target: *k as i32,
                 dtype: tpurs_ops::dtype::to_scalar_type(ty.dtype),
                 ndim: ty.rank() as i64,
                 sizes: std::ptr::null(),
-                storage: storage.into_raw(),
+                storage: storage_into_raw(storage),
                 nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
             }),
             tpurs_ops::OutputSpec::Storage(_) => {}
         }
     }
     if let Some(b) = last {
-        let rt = runtime()?;
         *rt.last_output[dev]
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(b);
@@ -655,7 +607,7 @@ fn describe_results(
         rep.sizes = s.sizes[replace_sizes[r]].as_ptr();
     }
     let fresh_result = |n: usize, sizes: &[Vec<i64>]| TpursResult {
-        kind: ffi::result::FRESH,
+        kind: abi::result::FRESH,
         dtype: tpurs_ops::dtype::to_scalar_type(fresh_tys[n].dtype),
         alias: -1,
         device: dev as i32,
@@ -665,7 +617,7 @@ fn describe_results(
         nbytes: (fresh_tys[n].numel() as usize * fresh_tys[n].dtype.byte_size()) as i64,
     };
     let empty = TpursResult {
-        kind: ffi::result::UNDEFINED,
+        kind: abi::result::UNDEFINED,
         dtype: 0,
         alias: -1,
         device: dev as i32,
@@ -679,7 +631,7 @@ fn describe_results(
             tpurs_ops::ResultSink::Fresh(n) => s.results.push(fresh_result(*n, &s.sizes)),
             tpurs_ops::ResultSink::FreshList(idx) => {
                 s.results.push(TpursResult {
-                    kind: ffi::result::LIST,
+                    kind: abi::result::LIST,
                     ndim: idx.len() as i64,
                     ..empty
                 });
@@ -688,7 +640,7 @@ fn describe_results(
                 }
             }
             tpurs_ops::ResultSink::Alias(k) => s.results.push(TpursResult {
-                kind: ffi::result::ALIAS,
+                kind: abi::result::ALIAS,
                 alias: *k as i32,
                 ..empty
             }),

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-/// Global counters (relaxed atomics: they are statistics, not synchronisation).
+/// One runtime's counters (relaxed atomics: they are statistics, not synchronisation).
 #[derive(Default)]
 pub(crate) struct Metrics {
     pub op_launches: AtomicU64,
@@ -25,24 +25,69 @@ pub(crate) struct Metrics {
     pub fallbacks: Mutex<BTreeMap<String, u64>>,
 }
 
-pub(crate) fn metrics() -> &'static Metrics {
-    static M: std::sync::OnceLock<Metrics> = std::sync::OnceLock::new();
-    M.get_or_init(Metrics::default)
-}
-
 pub(crate) fn bump(counter: &AtomicU64, by: u64) {
     counter.fetch_add(by, Relaxed);
 }
 
-/// Counts one CPU fallback of `op`; returns the new count for that op.
-pub fn record_fallback(op: &str) -> u64 {
-    let mut f = metrics()
-        .fallbacks
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let n = f.entry(op.to_string()).or_insert(0);
-    *n += 1;
-    *n
+impl Metrics {
+    /// Counts one CPU fallback of `op`; returns the new count for that op.
+    pub fn record_fallback(&self, op: &str) -> u64 {
+        let mut f = self.fallbacks.lock().unwrap_or_else(|e| e.into_inner());
+        let n = f.entry(op.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// Reads every counter; `memory_allocated` is the caller's (it lives with the devices).
+    pub fn snapshot(&self, memory_allocated: Vec<u64>) -> MetricsSnapshot {
+        let m = self;
+        MetricsSnapshot {
+            op_launches: m.op_launches.load(Relaxed),
+            compiles: m.compiles.load(Relaxed),
+            graph_compiles: m.graph_compiles.load(Relaxed),
+            cache_hits: m.cache_hits.load(Relaxed),
+            cache_misses: m.cache_misses.load(Relaxed),
+            compile_seconds: m.compile_ns.load(Relaxed) as f64 * 1e-9,
+            tier2_hits: m.tier2_hits.load(Relaxed),
+            tier2_misses: m.tier2_misses.load(Relaxed),
+            tier3_hits: m.tier3_hits.load(Relaxed),
+            tier3_misses: m.tier3_misses.load(Relaxed),
+            cache_rejected: m.cache_rejected.load(Relaxed),
+            bytes_to_device: m.h2d_bytes.load(Relaxed),
+            bytes_to_host: m.d2h_bytes.load(Relaxed),
+            bytes_device_to_device: m.d2d_bytes.load(Relaxed),
+            collectives: m.collectives.load(Relaxed),
+            fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
+            memory_allocated,
+        }
+    }
+
+    /// Zeroes every counter.
+    pub fn reset(&self) {
+        let m = self;
+        for c in [
+            &m.op_launches,
+            &m.compiles,
+            &m.graph_compiles,
+            &m.cache_hits,
+            &m.cache_misses,
+            &m.compile_ns,
+            &m.tier2_hits,
+            &m.tier2_misses,
+            &m.tier3_hits,
+            &m.tier3_misses,
+            &m.cache_rejected,
+            &m.h2d_bytes,
+            &m.d2h_bytes,
+            &m.d2d_bytes,
+            &m.collectives,
+        ] {
+            c.store(0, Relaxed);
+        }
+        if let Ok(mut f) = m.fallbacks.lock() {
+            f.clear();
+        }
+    }
 }
 
 /// A copy of every counter.
@@ -82,55 +127,4 @@ pub struct MetricsSnapshot {
     pub fallbacks: BTreeMap<String, u64>,
     /// Bytes held by live storages, per device.
     pub memory_allocated: Vec<u64>,
-}
-
-/// Reads every counter.
-pub fn metrics_snapshot() -> MetricsSnapshot {
-    let m = metrics();
-    MetricsSnapshot {
-        op_launches: m.op_launches.load(Relaxed),
-        compiles: m.compiles.load(Relaxed),
-        graph_compiles: m.graph_compiles.load(Relaxed),
-        cache_hits: m.cache_hits.load(Relaxed),
-        cache_misses: m.cache_misses.load(Relaxed),
-        compile_seconds: m.compile_ns.load(Relaxed) as f64 * 1e-9,
-        tier2_hits: m.tier2_hits.load(Relaxed),
-        tier2_misses: m.tier2_misses.load(Relaxed),
-        tier3_hits: m.tier3_hits.load(Relaxed),
-        tier3_misses: m.tier3_misses.load(Relaxed),
-        cache_rejected: m.cache_rejected.load(Relaxed),
-        bytes_to_device: m.h2d_bytes.load(Relaxed),
-        bytes_to_host: m.d2h_bytes.load(Relaxed),
-        bytes_device_to_device: m.d2d_bytes.load(Relaxed),
-        collectives: m.collectives.load(Relaxed),
-        fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
-        memory_allocated: crate::storage::memory_allocated(),
-    }
-}
-
-/// Zeroes every counter (not memory statistics).
-pub fn reset_metrics() {
-    let m = metrics();
-    for c in [
-        &m.op_launches,
-        &m.compiles,
-        &m.graph_compiles,
-        &m.cache_hits,
-        &m.cache_misses,
-        &m.compile_ns,
-        &m.tier2_hits,
-        &m.tier2_misses,
-        &m.tier3_hits,
-        &m.tier3_misses,
-        &m.cache_rejected,
-        &m.h2d_bytes,
-        &m.d2h_bytes,
-        &m.d2d_bytes,
-        &m.collectives,
-    ] {
-        c.store(0, Relaxed);
-    }
-    if let Ok(mut f) = m.fallbacks.lock() {
-        f.clear();
-    }
 }

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use tpurs_pjrt::{Client, CompileOptions, LoadedExecutable};
 
 use crate::error::Result;
-use crate::metrics::{bump, metrics};
+use crate::metrics::{bump, Metrics};
 
 const MAGIC: &[u8; 8] = b"TPURSX1\n";
 const HEADER: usize = MAGIC.len() + 32 + 8;
@@ -79,6 +79,7 @@ impl ProgramStore {
     pub fn get_or_compile(
         &self,
         client: &Client,
+        metrics: &Metrics,
         mlir: &str,
         options: &CompileOptions,
         compile: impl FnOnce() -> Result<LoadedExecutable>,
@@ -90,12 +91,12 @@ impl ProgramStore {
             .chain_update(mlir.as_bytes())
             .chain_update(options.encode())
             .finalize());
-        if let Some(exe) = self.load(client, &key, false) {
+        if let Some(exe) = self.load(client, metrics, &key, false) {
             return Ok(exe);
         }
         // One process compiles a program at a time; the others wait and then load it.
         let _lock = self.tiers[0].lock(&key);
-        if let Some(exe) = self.load(client, &key, true) {
+        if let Some(exe) = self.load(client, metrics, &key, true) {
             return Ok(exe);
         }
         let exe = compile()?;
@@ -109,17 +110,23 @@ impl ProgramStore {
 
     /// Looks `key` up tier by tier, copying a hit into the faster tiers that missed.
     /// `recheck` is the second look after taking the lock (not counted again as a miss).
-    fn load(&self, client: &Client, key: &str, recheck: bool) -> Option<LoadedExecutable> {
+    fn load(
+        &self,
+        client: &Client,
+        metrics: &Metrics,
+        key: &str,
+        recheck: bool,
+    ) -> Option<LoadedExecutable> {
         for (i, tier) in self.tiers.iter().enumerate() {
-            match tier.load(client, key) {
+            match tier.load(client, metrics, key) {
                 Lookup::Hit(exe) => {
-                    bump(tier.hits(), 1);
+                    bump(tier.hits(metrics), 1);
                     if let Ok(bytes) = read_entry(&tier.path(key)) {
                         self.tiers[..i].iter().for_each(|t| t.store(key, &bytes));
                     }
                     return Some(exe);
                 }
-                Lookup::Miss if !recheck => bump(tier.misses(), 1),
+                Lookup::Miss if !recheck => bump(tier.misses(metrics), 1),
                 Lookup::Miss => {}
             }
         }
@@ -132,8 +139,7 @@ impl Tier {
         self.dir.join(format!("{key}.bin"))
     }
 
-    fn hits(&self) -> &'static AtomicU64 {
-        let m = metrics();
+    fn hits<'m>(&self, m: &'m Metrics) -> &'m AtomicU64 {
         if self.level == 2 {
             &m.tier2_hits
         } else {
@@ -141,8 +147,7 @@ impl Tier {
         }
     }
 
-    fn misses(&self) -> &'static AtomicU64 {
-        let m = metrics();
+    fn misses<'m>(&self, m: &'m Metrics) -> &'m AtomicU64 {
         if self.level == 2 {
             &m.tier2_misses
         } else {
@@ -150,7 +155,7 @@ impl Tier {
         }
     }
 
-    fn load(&self, client: &Client, key: &str) -> Lookup {
+    fn load(&self, client: &Client, metrics: &Metrics, key: &str) -> Lookup {
         let path = self.path(key);
         if !path.exists() {
             return Lookup::Miss;
@@ -158,14 +163,14 @@ impl Tier {
         let bytes = match read_entry(&path) {
             Ok(b) => b,
             Err(why) => {
-                reject(&path, &why);
+                reject(metrics, &path, &why);
                 return Lookup::Miss;
             }
         };
         match client.deserialize(&bytes) {
             Ok(exe) => Lookup::Hit(exe),
             Err(e) => {
-                reject(&path, &e.to_string());
+                reject(metrics, &path, &e.to_string());
                 Lookup::Miss
             }
         }
@@ -223,8 +228,8 @@ fn read_entry(path: &Path) -> std::result::Result<Vec<u8>, String> {
     Ok(payload.to_vec())
 }
 
-fn reject(path: &Path, why: &str) {
-    bump(&metrics().cache_rejected, 1);
+fn reject(metrics: &Metrics, path: &Path, why: &str) {
+    bump(&metrics.cache_rejected, 1);
     eprintln!(
         "tpurs: compile cache entry {} is unusable ({why}); recompiling it",
         path.display()

@@ -1,16 +1,19 @@
-//! The process-wide runtime: the PJRT client and per-device state (generator, last launch).
+//! The runtime value: a PJRT client and the per-device state that goes with it.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 use tpurs_pjrt::{Buffer, Client, NamedValue};
 
+use crate::cache::MemoryCache;
 use crate::collectives::CollectiveCache;
 use crate::defer::Batch;
 use crate::error::{invalid, ErrorKind, Result};
+use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::programs::ProgramStore;
+use crate::storage::{DeviceMemory, Storage};
 
 /// How ops are launched (TorchTPU's `EagerMode` names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,28 +27,6 @@ pub enum EagerMode {
     LaunchBlocking = 2,
 }
 
-static MODE: AtomicU8 = AtomicU8::new(EagerMode::DeferNever as u8);
-
-/// The current eager mode.
-pub fn eager_mode() -> EagerMode {
-    match MODE.load(Ordering::Relaxed) {
-        1 => EagerMode::DeferAndFuse,
-        2 => EagerMode::LaunchBlocking,
-        _ => EagerMode::DeferNever,
-    }
-}
-
-/// Sets the eager mode; pending work is launched first.
-pub fn set_eager_mode(mode: EagerMode) -> Result<()> {
-    if let Ok(rt) = runtime() {
-        for d in 0..rt.device_count() {
-            rt.batch(d).flush(rt, d)?;
-        }
-    }
-    MODE.store(mode as u8, Ordering::Relaxed);
-    Ok(())
-}
-
 /// Per-device generator state: the seed and how many random ops have drawn from it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RngState {
@@ -55,13 +36,22 @@ pub struct RngState {
     pub offset: u64,
 }
 
-/// The runtime: one PJRT client shared by every device.
+/// A runtime: one PJRT client over its devices, with everything that goes with it (compile
+/// caches, deferred batches, generators, counters, memory statistics). Nothing here is
+/// global: the torch bridge is handed one instance (the default), and a process may hold
+/// others beside it.
 pub struct Runtime {
     /// The PJRT client.
     pub client: Client,
     /// Plugin path in use.
     pub plugin_path: String,
-    pub(crate) rng: Vec<Mutex<RngState>>,
+    mode: AtomicU8,
+    fuse_limit: usize,
+    pub(crate) metrics: Metrics,
+    memory: Vec<Arc<DeviceMemory>>,
+    pub(crate) cache: MemoryCache,
+    next_batch: AtomicU64,
+    rng: Vec<Mutex<RngState>>,
     pub(crate) last_output: Vec<Mutex<Option<Arc<Buffer>>>>,
     pub(crate) scalars: Mutex<FxHashMap<(i32, u64, usize), Arc<Buffer>>>,
     batches: Vec<Mutex<Batch>>,
@@ -71,54 +61,119 @@ pub struct Runtime {
     pub(crate) collectives: Mutex<CollectiveCache>,
 }
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+impl Runtime {
+    /// Loads the plugin and creates a client. `cpu_devices` sets how many devices the CPU
+    /// plugin exposes (ignored by other plugins). Starts in [`EagerMode::DeferNever`].
+    pub fn new(plugin_path: &str, cpu_devices: Option<i64>) -> Result<Runtime> {
+        if !Path::new(plugin_path).exists() {
+            return invalid(
+                ErrorKind::Runtime,
+                format!(
+                    "PJRT plugin not found at '{plugin_path}'. Set TPURS_PJRT_PLUGIN to the path of a PJRT plugin \
+                     (.so exporting GetPjrtApi), or install one: `pip install libtpu` (TPU), \
+                     `pip install jax-cuda13-pjrt` (NVIDIA GPU) or `pip install fastatomstruct-xla-cpu` (CPU)"
+                ),
+            );
+        }
+        // Only the CPU plugin takes a device count, and only its client says which platform
+        // it is: ask, then create the CPU client again with the count when it differs.
+        let mut client = Client::load(Path::new(plugin_path), &[])?;
+        if let Some(n) = cpu_devices {
+            if client.platform_name() == "cpu" && client.device_count() as i64 != n {
+                drop(client);
+                let options = [NamedValue::int64("cpu_device_count", n)];
+                client = Client::load(Path::new(plugin_path), &options)?;
+            }
+        }
+        let n = client.device_count();
+        Ok(Runtime {
+            plugin_path: plugin_path.to_string(),
+            mode: AtomicU8::new(EagerMode::DeferNever as u8),
+            fuse_limit: std::env::var("TPURS_FUSE_LIMIT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(128),
+            metrics: Metrics::default(),
+            memory: (0..n).map(|_| Arc::default()).collect(),
+            cache: MemoryCache::default(),
+            next_batch: AtomicU64::new(n as u64 + 1),
+            rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
+            last_output: (0..n).map(|_| Mutex::new(None)).collect(),
+            scalars: Mutex::new(FxHashMap::default()),
+            batches: (1..=n as u64)
+                .map(|id| Mutex::new(Batch::new(id)))
+                .collect(),
+            programs: ProgramStore::from_env(&client, plugin_path),
+            collectives: Mutex::default(),
+            client,
+        })
+    }
 
-/// Loads the plugin and creates the client, once per process. `cpu_devices` sets how many
-/// devices the CPU plugin exposes (ignored by other plugins).
-pub fn init(plugin_path: &str, cpu_devices: Option<i64>) -> Result<&'static Runtime> {
-    if let Some(rt) = RUNTIME.get() {
-        return Ok(rt);
-    }
-    if !Path::new(plugin_path).exists() {
-        return invalid(
-            ErrorKind::Runtime,
-            format!(
-                "PJRT plugin not found at '{plugin_path}'. Set TPURS_PJRT_PLUGIN to the path of a PJRT plugin \
-                 (.so exporting GetPjrtApi), or install one: `pip install libtpu` (TPU), \
-                 `pip install jax-cuda13-pjrt` (NVIDIA GPU) or `pip install fastatomstruct-xla-cpu` (CPU)"
-            ),
-        );
-    }
-    // Only the CPU plugin takes a device count, and only its client says which platform it is:
-    // ask, then create the CPU client again with the count when it differs.
-    let mut client = Client::load(Path::new(plugin_path), &[])?;
-    if let Some(n) = cpu_devices {
-        if client.platform_name() == "cpu" && client.device_count() as i64 != n {
-            drop(client);
-            let options = [NamedValue::int64("cpu_device_count", n)];
-            client = Client::load(Path::new(plugin_path), &options)?;
+    /// How ops are launched now.
+    pub fn eager_mode(&self) -> EagerMode {
+        match self.mode.load(Ordering::Relaxed) {
+            1 => EagerMode::DeferAndFuse,
+            2 => EagerMode::LaunchBlocking,
+            _ => EagerMode::DeferNever,
         }
     }
-    let n = client.device_count();
-    let rt = Runtime {
-        plugin_path: plugin_path.to_string(),
-        rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
-        last_output: (0..n).map(|_| Mutex::new(None)).collect(),
-        scalars: Mutex::new(FxHashMap::default()),
-        batches: (0..n).map(|_| Mutex::new(Batch::default())).collect(),
-        programs: ProgramStore::from_env(&client, plugin_path),
-        collectives: Mutex::default(),
-        client,
-    };
-    Ok(RUNTIME.get_or_init(|| rt))
-}
 
-/// The runtime, once `init` succeeded.
-pub fn runtime() -> Result<&'static Runtime> {
-    RUNTIME.get().ok_or(crate::Error::NotInitialised)
-}
+    /// Sets the eager mode; pending work is launched first.
+    pub fn set_eager_mode(&self, mode: EagerMode) -> Result<()> {
+        self.flush_all()?;
+        self.mode.store(mode as u8, Ordering::Relaxed);
+        Ok(())
+    }
 
-impl Runtime {
+    /// Ops a fused batch holds before it is launched (`TPURS_FUSE_LIMIT`, default 128).
+    pub(crate) fn fuse_limit(&self) -> usize {
+        self.fuse_limit
+    }
+
+    /// A new id for a deferred batch (pending storages name their batch by it).
+    pub(crate) fn next_batch_id(&self) -> u64 {
+        self.next_batch.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A new storage of `nbytes` on `device` (an ordinal [`Runtime::check_device`] accepted).
+    pub fn new_storage(&self, device: usize, nbytes: usize) -> Storage {
+        Storage::new(self.memory[device].clone(), device, nbytes)
+    }
+
+    /// Memory statistics of `device`.
+    pub fn memory(&self, device: usize) -> &DeviceMemory {
+        &self.memory[device]
+    }
+
+    /// Every counter.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.metrics
+            .snapshot(self.memory.iter().map(|m| m.allocated()).collect())
+    }
+
+    /// Zeroes the counters (not memory statistics).
+    pub fn reset_metrics(&self) {
+        self.metrics.reset();
+    }
+
+    /// Counts one CPU fallback of `op`; returns the new count for that op.
+    pub fn record_fallback(&self, op: &str) -> u64 {
+        self.metrics.record_fallback(op)
+    }
+
+    /// Number of op plans and fused programs in the in-memory compile cache.
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Registers a graph of the `torch.compile` backend to run as the table op
+    /// `tpurs::graph` and counts it as a graph compile; returns its id and program text.
+    pub fn register_graph(&self, graph: tpurs_ops::graph::Graph) -> Result<(i64, String)> {
+        let registered = tpurs_ops::graph::register_graph(graph)?;
+        self.metrics.graph_compiles.fetch_add(1, Ordering::Relaxed);
+        Ok(registered)
+    }
+
     /// Number of devices.
     pub fn device_count(&self) -> usize {
         self.client.device_count()

@@ -4,16 +4,40 @@
 //! sees the new contents because views hold the storage, never the buffer. In fused eager
 //! mode the contents may be pending: an output of a deferred op not launched yet.
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use tpurs_hlo::DType;
 use tpurs_pjrt::Buffer;
 
-const MAX_DEVICES: usize = 64;
-static ALLOCATED: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
-static PEAK: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+/// Bytes held by the live storages of one device, and their peak.
+#[derive(Debug, Default)]
+pub struct DeviceMemory {
+    allocated: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl DeviceMemory {
+    fn add(&self, nbytes: usize) {
+        let now = self.allocated.fetch_add(nbytes as u64, Relaxed) + nbytes as u64;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    /// Bytes held now.
+    pub fn allocated(&self) -> u64 {
+        self.allocated.load(Relaxed)
+    }
+
+    /// Most bytes held at once since creation or the last [`DeviceMemory::reset_peak`].
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Relaxed)
+    }
+
+    /// Sets the peak to what is held now.
+    pub fn reset_peak(&self) {
+        self.peak.store(self.allocated(), Relaxed);
+    }
+}
 
 /// The flat buffer of a storage and its element type.
 #[derive(Clone)]
@@ -54,26 +78,19 @@ pub struct Storage {
     /// Size in bytes as torch sees it.
     pub nbytes: usize,
     contents: Mutex<Contents>,
+    memory: Arc<DeviceMemory>,
 }
 
 impl Storage {
-    /// A storage with no contents yet.
-    pub fn new(device: usize, nbytes: usize) -> Storage {
-        let d = device.min(MAX_DEVICES - 1);
-        let now = ALLOCATED[d].fetch_add(nbytes as u64, Relaxed) + nbytes as u64;
-        PEAK[d].fetch_max(now, Relaxed);
+    /// A storage with no contents yet, counted in `memory` (its device's) while it lives.
+    pub(crate) fn new(memory: Arc<DeviceMemory>, device: usize, nbytes: usize) -> Storage {
+        memory.add(nbytes);
         Storage {
             device,
             nbytes,
             contents: Mutex::new(Contents::Empty),
+            memory,
         }
-    }
-
-    /// A storage holding `contents`.
-    pub fn with_contents(device: usize, nbytes: usize, contents: Contents) -> Storage {
-        let s = Storage::new(device, nbytes);
-        s.set_contents(contents);
-        s
     }
 
     /// The current contents.
@@ -93,49 +110,10 @@ impl Storage {
     pub fn set(&self, flat: Flat) {
         self.set_contents(Contents::Ready(flat));
     }
-
-    /// Hands a new reference to torch as a raw pointer.
-    pub fn into_raw(self: Arc<Self>) -> *mut c_void {
-        Arc::into_raw(self) as *mut c_void
-    }
-
-    /// A new `Arc` for a pointer torch holds (torch keeps its own reference).
-    ///
-    /// # Safety
-    /// `p` must come from [`Storage::into_raw`] and still be held by torch.
-    pub unsafe fn arc_from_raw(p: *const c_void) -> Arc<Storage> {
-        let p = p as *const Storage;
-        Arc::increment_strong_count(p);
-        Arc::from_raw(p)
-    }
-
-    /// Releases torch's reference.
-    ///
-    /// # Safety
-    /// `p` must come from [`Storage::into_raw`]; called once per pointer.
-    pub unsafe fn release_raw(p: *mut c_void) {
-        drop(Arc::from_raw(p as *const Storage));
-    }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        ALLOCATED[self.device.min(MAX_DEVICES - 1)].fetch_sub(self.nbytes as u64, Relaxed);
+        self.memory.allocated.fetch_sub(self.nbytes as u64, Relaxed);
     }
-}
-
-/// Bytes held by live storages, per device.
-pub fn memory_allocated() -> Vec<u64> {
-    ALLOCATED.iter().map(|a| a.load(Relaxed)).collect()
-}
-
-/// Peak bytes held per device since start (or the last reset).
-pub fn max_memory_allocated() -> Vec<u64> {
-    PEAK.iter().map(|a| a.load(Relaxed)).collect()
-}
-
-/// Resets the peak of `device` to the current value.
-pub fn reset_peak(device: usize) {
-    let d = device.min(MAX_DEVICES - 1);
-    PEAK[d].store(ALLOCATED[d].load(Relaxed), Relaxed);
 }

@@ -1,18 +1,16 @@
-//! Storages as the torch allocator sees them, and copies between host and device and
-//! between devices.
+//! Copies between host and device and between devices.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use tpurs_hlo::DType;
 use tpurs_pjrt::ElementType;
 
+use crate::abi::{CArg, StorageRef, TensorRef, TpursWrite};
 use crate::error::{invalid, ErrorKind, Result};
-use crate::ffi::{self, kind, TpursArg, TpursWrite};
-use crate::launch::{run, slice, CallDesc};
-use crate::metrics::{bump, metrics};
-use crate::runtime::{runtime, Runtime};
-use crate::storage::{Flat, Storage};
+use crate::launch::{dtype_of, run, CallDesc};
+use crate::metrics::bump;
+use crate::runtime::Runtime;
+use crate::storage::Flat;
 
 /// The PJRT element type of a dtype.
 pub(crate) fn element_type(d: DType) -> ElementType {
@@ -65,46 +63,30 @@ pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Re
     })
 }
 
-pub(crate) extern "C" fn storage_new(device: i32, nbytes: i64) -> *mut c_void {
-    Arc::new(Storage::new(device.max(0) as usize, nbytes.max(0) as usize)).into_raw()
-}
-
-pub(crate) extern "C" fn storage_free(p: *mut c_void) {
-    if !p.is_null() {
-        // SAFETY: `p` came from `Storage::into_raw` and torch frees it once.
-        unsafe { Storage::release_raw(p) };
-    }
-}
-
 /// A view described by a tensor argument.
 struct View<'a> {
-    arg: &'a TpursArg,
+    tensor: &'a TensorRef<'a>,
     dtype: DType,
-    sizes: &'a [i64],
-    strides: &'a [i64],
-    storage: &'a Storage,
 }
 
 impl<'a> View<'a> {
-    fn new(arg: &'a TpursArg) -> Result<View<'a>> {
-        if arg.kind != kind::TENSOR || arg.storage.is_null() {
-            return invalid(ErrorKind::Runtime, "expected a tpu tensor");
-        }
-        let dtype = crate::launch::dtype_of(arg.dtype)?;
-        // SAFETY: the bridge passes a live tensor's metadata and storage.
-        unsafe {
-            Ok(View {
-                arg,
-                dtype,
-                sizes: slice(arg.sizes, arg.ndim),
-                strides: slice(arg.strides, arg.ndim),
-                storage: &*(arg.storage as *const Storage),
-            })
-        }
+    fn new(tensor: &'a TensorRef<'a>) -> Result<View<'a>> {
+        Ok(View {
+            tensor,
+            dtype: dtype_of(tensor.dtype)?,
+        })
+    }
+
+    fn storage(&self) -> StorageRef<'a> {
+        self.tensor.storage
+    }
+
+    fn device(&self) -> usize {
+        self.tensor.storage.device
     }
 
     fn numel(&self) -> i64 {
-        self.sizes.iter().product()
+        self.tensor.sizes.iter().product()
     }
 
     fn nbytes(&self) -> usize {
@@ -113,50 +95,49 @@ impl<'a> View<'a> {
 
     /// True when the view is the whole storage, dense, of the storage's dtype.
     fn is_whole(&self) -> bool {
-        let dense = self.arg.offset == 0 && tpurs_ops::is_contiguous(self.sizes, self.strides);
-        dense && self.nbytes() == self.storage.nbytes
+        let t = self.tensor;
+        let dense = t.offset == 0 && tpurs_ops::is_contiguous(t.sizes, t.strides);
+        dense && self.nbytes() == t.storage.nbytes
     }
 }
 
-/// Runs the table's `name` op with args and the given write / return layout.
-fn run_named(
-    name: &str,
-    args: &[TpursArg],
-    writes: &[TpursWrite],
-    returns: &[i32],
-) -> Result<ffi::TpursOpResults> {
-    let op = tpurs_ops::lookup(name)
-        .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, format!("no rule for {name}")))?;
-    run(&CallDesc {
-        op,
-        args,
-        writes,
-        returns,
-        default_dtype: 6,
-    })
+/// Copies the tensor `src` into the tensor `dst` on the same device (`tpurs::copy_`).
+fn copy_on_device(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Result<()> {
+    let op = tpurs_ops::lookup("tpurs::copy_").ok_or_else(|| {
+        crate::Error::Invalid(ErrorKind::Runtime, "no rule for tpurs::copy_".into())
+    })?;
+    let writes = [TpursWrite {
+        arg: 0,
+        item: -1,
+        is_out: 0,
+    }];
+    run(
+        rt,
+        &CallDesc {
+            op,
+            args: &[CArg::Tensor(*dst), CArg::Tensor(*src)],
+            writes: &writes,
+            returns: &[0],
+            default_dtype: 6,
+        },
+    )?;
+    Ok(())
 }
 
-/// A tensor argument for a dense flat storage.
-fn dense_arg(
-    storage: &Storage,
+/// A dense tensor over all of `storage`.
+fn dense<'a>(
+    storage: StorageRef<'a>,
     dtype: DType,
-    sizes: &[i64],
-    strides: &[i64],
-    device: usize,
-) -> TpursArg {
-    TpursArg {
-        kind: kind::TENSOR,
+    sizes: &'a [i64],
+    strides: &'a [i64],
+) -> TensorRef<'a> {
+    TensorRef {
         dtype: tpurs_ops::dtype::to_scalar_type(dtype),
-        device: device as i32,
-        wrapped: 0,
-        ndim: sizes.len() as i64,
-        sizes: sizes.as_ptr(),
-        strides: strides.as_ptr(),
+        device: storage.device as i32,
+        sizes,
+        strides,
         offset: 0,
-        storage: storage as *const Storage as *const c_void,
-        i: 0,
-        f: 0.0,
-        items: std::ptr::null(),
+        storage,
     }
 }
 
@@ -169,132 +150,110 @@ fn contiguous_strides(sizes: &[i64]) -> Vec<i64> {
 }
 
 /// Writes `flat` (dense, the view's shape and dtype) into the view `dst`.
-fn write_flat(dst: &View, flat: Flat) -> Result<()> {
+fn write_flat(rt: &Runtime, dst: &View, flat: Flat) -> Result<()> {
     if dst.is_whole() {
-        dst.storage.set(flat);
+        dst.storage().set(flat);
         return Ok(());
     }
-    let tmp = Storage::new(dst.storage.device, dst.nbytes());
+    let tmp = Arc::new(rt.new_storage(dst.device(), dst.nbytes()));
     tmp.set(flat);
-    let strides = contiguous_strides(dst.sizes);
-    let src = dense_arg(&tmp, dst.dtype, dst.sizes, &strides, dst.storage.device);
-    let writes = [TpursWrite {
-        arg: 0,
-        item: -1,
-        is_out: 0,
-    }];
-    run_named("tpurs::copy_", &[*dst.arg, src], &writes, &[0])?;
-    Ok(())
+    let strides = contiguous_strides(dst.tensor.sizes);
+    let src = dense(StorageRef::of(&tmp), dst.dtype, dst.tensor.sizes, &strides);
+    copy_on_device(rt, dst.tensor, &src)
 }
 
 /// The contents of the view `src` as a dense flat buffer on its device.
 fn read_flat(rt: &Runtime, src: &View) -> Result<Flat> {
     if src.is_whole() {
-        match crate::defer::ready(rt, src.storage)? {
+        match crate::defer::ready(rt, &src.storage())? {
             Some(f) if f.dtype == src.dtype => return Ok(f),
-            None => return zeros(rt, src.storage.device, src.dtype, src.numel()),
+            None => return zeros(rt, src.device(), src.dtype, src.numel()),
             _ => {}
         }
     }
-    let r = run_named("clone", &[*src.arg], &[], &[ffi::RETURN_FRESH])?;
-    // SAFETY: `clone` returns exactly one fresh result whose reference we now own.
-    let p = unsafe { (*r.results).storage };
-    let storage = unsafe { Storage::arc_from_raw(p) };
-    unsafe { Storage::release_raw(p) };
-    crate::defer::ready(rt, &storage)?
-        .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, "clone produced no buffer".into()))
+    let tmp = Arc::new(rt.new_storage(src.device(), src.nbytes()));
+    let strides = contiguous_strides(src.tensor.sizes);
+    let dst = dense(StorageRef::of(&tmp), src.dtype, src.tensor.sizes, &strides);
+    copy_on_device(rt, &dst, src.tensor)?;
+    crate::defer::ready(rt, &tmp)?
+        .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, "copy produced no buffer".into()))
 }
 
-pub(crate) extern "C" fn copy_from_host(
-    dst: *const TpursArg,
-    src: *const c_void,
-    nbytes: i64,
-) -> i32 {
-    ffi::guarded(|| {
-        let rt = runtime()?;
-        // SAFETY: `dst` points at a live tensor argument.
-        let dst = View::new(unsafe { &*dst })?;
-        if nbytes as usize != dst.nbytes() {
-            return invalid(
-                ErrorKind::Runtime,
-                format!("copy of {nbytes} bytes into a tensor of {}", dst.nbytes()),
-            );
-        }
-        // SAFETY: `src` holds `nbytes` bytes.
-        let bytes = unsafe { slice(src as *const u8, nbytes) };
-        let device = dst.storage.device;
-        let numel = dst.numel();
-        let buffer =
-            rt.client
-                .buffer_from_host(bytes, element_type(dst.dtype), &[numel], device)?;
-        bump(&metrics().h2d_bytes, nbytes as u64);
-        write_flat(
-            &dst,
-            Flat {
-                buffer: Arc::new(buffer),
-                dtype: dst.dtype,
-                numel,
-            },
-        )
-    })
+/// Copies `bytes` (dense, host) into the tensor `dst`.
+pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Result<()> {
+    let dst = View::new(dst)?;
+    if bytes.len() != dst.nbytes() {
+        return invalid(
+            ErrorKind::Runtime,
+            format!(
+                "copy of {} bytes into a tensor of {}",
+                bytes.len(),
+                dst.nbytes()
+            ),
+        );
+    }
+    let numel = dst.numel();
+    let buffer =
+        rt.client
+            .buffer_from_host(bytes, element_type(dst.dtype), &[numel], dst.device())?;
+    bump(&rt.metrics.h2d_bytes, bytes.len() as u64);
+    write_flat(
+        rt,
+        &dst,
+        Flat {
+            buffer: Arc::new(buffer),
+            dtype: dst.dtype,
+            numel,
+        },
+    )
 }
 
-pub(crate) extern "C" fn copy_to_host(src: *const TpursArg, dst: *mut c_void, nbytes: i64) -> i32 {
-    ffi::guarded(|| {
-        let rt = runtime()?;
-        // SAFETY: `src` points at a live tensor argument.
-        let src = View::new(unsafe { &*src })?;
-        if nbytes as usize != src.nbytes() {
-            return invalid(
-                ErrorKind::Runtime,
-                format!("copy of a tensor of {} bytes into {nbytes}", src.nbytes()),
-            );
-        }
-        if nbytes == 0 {
-            return Ok(());
-        }
-        // A read ends the batch, so batches line up with the program's own sync points.
-        rt.batch(src.storage.device).flush(rt, src.storage.device)?;
-        let flat = read_flat(rt, &src)?;
-        // SAFETY: `dst` holds `nbytes` writable bytes.
-        let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, nbytes as usize) };
-        flat.buffer.to_host(out)?;
-        bump(&metrics().d2h_bytes, nbytes as u64);
-        Ok(())
-    })
+/// Copies the tensor `src` into `out` (dense, host).
+pub(crate) fn copy_to_host(rt: &Runtime, src: &TensorRef, out: &mut [u8]) -> Result<()> {
+    let src = View::new(src)?;
+    if out.len() != src.nbytes() {
+        return invalid(
+            ErrorKind::Runtime,
+            format!(
+                "copy of a tensor of {} bytes into {}",
+                src.nbytes(),
+                out.len()
+            ),
+        );
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    // A read ends the batch, so batches line up with the program's own sync points.
+    rt.batch(src.device()).flush(rt, src.device())?;
+    let flat = read_flat(rt, &src)?;
+    flat.buffer.to_host(out)?;
+    bump(&rt.metrics.d2h_bytes, out.len() as u64);
+    Ok(())
 }
 
-pub(crate) extern "C" fn copy_between(dst: *const TpursArg, src: *const TpursArg) -> i32 {
-    ffi::guarded(|| {
-        let rt = runtime()?;
-        // SAFETY: both point at live tensor arguments.
-        let (dst_arg, src_arg) = unsafe { (&*dst, &*src) };
-        let (d, s) = (View::new(dst_arg)?, View::new(src_arg)?);
-        if d.storage.device == s.storage.device {
-            let writes = [TpursWrite {
-                arg: 0,
-                item: -1,
-                is_out: 0,
-            }];
-            run_named("tpurs::copy_", &[*dst_arg, *src_arg], &writes, &[0])?;
-            return Ok(());
-        }
-        if d.sizes != s.sizes || d.dtype != s.dtype {
-            return invalid(
-                ErrorKind::Runtime,
-                "cross-device copy needs equal shapes and dtypes",
-            );
-        }
-        let flat = read_flat(rt, &s)?;
-        let moved = flat.buffer.copy_to_device(d.storage.device)?;
-        bump(&metrics().d2d_bytes, d.nbytes() as u64);
-        write_flat(
-            &d,
-            Flat {
-                buffer: Arc::new(moved),
-                dtype: flat.dtype,
-                numel: flat.numel,
-            },
-        )
-    })
+/// Copies the tensor `src` into the tensor `dst` (any devices).
+pub(crate) fn copy_between(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Result<()> {
+    let (d, s) = (View::new(dst)?, View::new(src)?);
+    if d.device() == s.device() {
+        return copy_on_device(rt, dst, src);
+    }
+    if dst.sizes != src.sizes || d.dtype != s.dtype {
+        return invalid(
+            ErrorKind::Runtime,
+            "cross-device copy needs equal shapes and dtypes",
+        );
+    }
+    let flat = read_flat(rt, &s)?;
+    let moved = flat.buffer.copy_to_device(d.device())?;
+    bump(&rt.metrics.d2d_bytes, d.nbytes() as u64);
+    write_flat(
+        rt,
+        &d,
+        Flat {
+            buffer: Arc::new(moved),
+            dtype: flat.dtype,
+            numel: flat.numel,
+        },
+    )
 }

@@ -8,8 +8,10 @@
 
 namespace tpurs {
 
-// The Rust runtime's function table, set once by tpurs_bridge_init.
+// The Rust runtime's function table and the runtime it serves, set once by
+// tpurs_bridge_init.
 extern const TpursCoreApi* g_api;
+extern const TpursRuntime* g_rt;
 
 // Throws the c10 exception matching a Rust error kind, with the runtime's message.
 [[noreturn]] void throw_error(int32_t kind);

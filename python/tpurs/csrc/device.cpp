@@ -16,6 +16,7 @@
 namespace tpurs {
 
 const TpursCoreApi* g_api = nullptr;
+const TpursRuntime* g_rt = nullptr;
 
 [[noreturn]] void throw_error(int32_t kind) {
   std::string msg = g_api ? g_api->last_error() : "tpurs runtime not initialised";
@@ -37,7 +38,7 @@ namespace {
 
 thread_local c10::DeviceIndex current_device = 0;
 
-int32_t device_count() { return g_api ? g_api->device_count() : 0; }
+int32_t device_count() { return g_api ? g_api->device_count(g_rt) : 0; }
 
 void check_index(c10::DeviceIndex d) {
   TORCH_CHECK(d >= 0 && d < device_count(), "Invalid device tpu:", static_cast<int>(d), ": ", device_count(),
@@ -88,7 +89,8 @@ struct TpuAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t nbytes) override {
     TORCH_CHECK(g_api, "tpurs runtime not initialised");
     auto device = current_device;
-    void* s = g_api->storage_new(device, static_cast<int64_t>(nbytes));
+    void* s = g_api->storage_new(g_rt, device, static_cast<int64_t>(nbytes));
+    if (s == nullptr) throw_error(TPURS_RUNTIME);
     return {s, s, &free_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_storage; }
@@ -107,12 +109,12 @@ struct TpuGeneratorImpl final : c10::GeneratorImpl {
                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
   std::pair<uint64_t, uint64_t> state() const {
     uint64_t seed = 0, offset = 0;
-    check(g_api->rng_get(device().index(), &seed, &offset));
+    check(g_api->rng_get(g_rt, device().index(), &seed, &offset));
     return {seed, offset};
   }
-  void set_current_seed(uint64_t seed) override { check(g_api->rng_set(device().index(), seed, 0)); }
+  void set_current_seed(uint64_t seed) override { check(g_api->rng_set(g_rt, device().index(), seed, 0)); }
   void set_offset(uint64_t offset) override {
-    check(g_api->rng_set(device().index(), state().first, offset));
+    check(g_api->rng_set(g_rt, device().index(), state().first, offset));
   }
   uint64_t get_offset() const override { return state().second; }
   uint64_t current_seed() const override { return state().first; }
@@ -125,7 +127,7 @@ struct TpuGeneratorImpl final : c10::GeneratorImpl {
     TORCH_CHECK(new_state.numel() == 16 && new_state.dtype() == at::kByte,
                 "tpu generator state must be a ByteTensor of 16 bytes");
     auto p = static_cast<const uint64_t*>(new_state.data());
-    check(g_api->rng_set(device().index(), p[0], p[1]));
+    check(g_api->rng_set(g_rt, device().index(), p[0], p[1]));
   }
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
     auto t = at::empty({16}, at::kByte);
@@ -223,10 +225,11 @@ TpursArg tensor_arg(const at::Tensor& t) {
 
 }  // namespace tpurs
 
-extern "C" int tpurs_bridge_init(const TpursCoreApi* api) {
-  if (api == nullptr || api->version != TPURS_API_VERSION) return 1;
+extern "C" int tpurs_bridge_init(const TpursCoreApi* api, const TpursRuntime* rt) {
+  if (api == nullptr || rt == nullptr || api->version != TPURS_API_VERSION) return 1;
   if (tpurs::g_api != nullptr) return 0;
   tpurs::g_api = api;
+  tpurs::g_rt = rt;
   static tpurs::TpuHooks hooks;
   at::RegisterPrivateUse1HooksInterface(&hooks);
   tpurs::register_table_ops();

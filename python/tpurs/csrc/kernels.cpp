@@ -308,7 +308,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   TpursOpResults res{};
   int32_t default_dtype = static_cast<int32_t>(c10::typeMetaToScalarType(c10::get_default_dtype()));
-  int32_t rc = g_api->run_op(d.id, p.args.data(), static_cast<int64_t>(p.args.size()), p.writes.data(),
+  int32_t rc = g_api->run_op(g_rt, d.id, p.args.data(), static_cast<int64_t>(p.args.size()), p.writes.data(),
                              static_cast<int64_t>(p.writes.size()), p.returns.data(),
                              static_cast<int64_t>(p.returns.size()), default_dtype, &res);
   if (rc != TPURS_OK) throw_error(rc);

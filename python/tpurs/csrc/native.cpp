@@ -54,16 +54,16 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
       if (src.scalar_type() != dst.scalar_type()) {
         at::Tensor cast = at::empty(dst.sizes(), src.options().dtype(dst.scalar_type()));
         TpursArg c = tensor_arg(cast), s = tensor_arg(src);
-        check(g_api->copy_between(&c, &s));
+        check(g_api->copy_between(g_rt, &c, &s));
         src = cast;
       }
     }
     TpursArg d = tensor_arg(dst), s = tensor_arg(src);
-    check(g_api->copy_between(&d, &s));
+    check(g_api->copy_between(g_rt, &d, &s));
   } else if (is_tpu(dst)) {
     at::Tensor src = self.to(dst.scalar_type()).expand_as(dst).contiguous();
     TpursArg d = tensor_arg(dst);
-    check(g_api->copy_from_host(&d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
+    check(g_api->copy_from_host(g_rt, &d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
   } else {
     // A dense destination of the same shape and dtype (as `.cpu()` makes) takes the bytes
     // directly; anything else goes through a staging tensor and CPU copy_.
@@ -71,7 +71,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
                   dst.is_contiguous() && !dst.is_conj() && !dst.is_neg();
     at::Tensor host = direct ? dst : at::empty(self.sizes(), self.options().device(c10::kCPU));
     TpursArg s = tensor_arg(self);
-    check(g_api->copy_to_host(&s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
+    check(g_api->copy_to_host(g_rt, &s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
     if (!direct) dst.copy_(host);
   }
   return dst;
@@ -169,7 +169,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }();
   TORCH_CHECK_NOT_IMPLEMENTED(!strict, "tpurs has no lowering for ", full,
                               " and TPURS_FALLBACK=error forbids running it on the CPU");
-  if (g_api->record_fallback(full.c_str()) == 1) {
+  if (g_api->record_fallback(g_rt, full.c_str()) == 1) {
     TORCH_WARN("tpurs: ", full, " has no tpu lowering; running it on the CPU (copies in and out)");
   }
   at::native::cpu_fallback(op, stack);

@@ -1,9 +1,12 @@
-// The C ABI between the torch bridge and the Rust runtime (crates/tpurs-runtime/src/ffi.rs).
+// The C ABI between the torch bridge and the Rust runtime (crates/tpurs-runtime/src/abi.rs).
 // Plain C structs only: this header must not depend on torch. Change both sides together.
 #pragma once
 #include <stdint.h>
 
-#define TPURS_API_VERSION 1
+#define TPURS_API_VERSION 2
+
+// A Rust runtime (opaque); calls that need one take the runtime the bridge was started with.
+typedef struct TpursRuntime TpursRuntime;
 
 enum TpursArgKind {
   TPURS_NONE = 0,
@@ -80,17 +83,18 @@ typedef struct TpursCoreApi {
   uint32_t version;
   uint32_t (*num_ops)(void);
   const char* (*op_name)(uint32_t);
-  int32_t (*run_op)(uint32_t op, const TpursArg* args, int64_t nargs, const TpursWrite* writes,
-                    int64_t nwrites, const int32_t* returns, int64_t nreturns, int32_t default_dtype,
-                    TpursOpResults* out);
-  void* (*storage_new)(int32_t device, int64_t nbytes);
+  int32_t (*run_op)(const TpursRuntime* rt, uint32_t op, const TpursArg* args, int64_t nargs,
+                    const TpursWrite* writes, int64_t nwrites, const int32_t* returns, int64_t nreturns,
+                    int32_t default_dtype, TpursOpResults* out);
+  // NULL (with the reason in last_error) for an invalid device.
+  void* (*storage_new)(const TpursRuntime* rt, int32_t device, int64_t nbytes);
   void (*storage_free)(void*);
-  int32_t (*copy_from_host)(const TpursArg* dst, const void* src, int64_t nbytes);
-  int32_t (*copy_to_host)(const TpursArg* src, void* dst, int64_t nbytes);
-  int32_t (*copy_between)(const TpursArg* dst, const TpursArg* src);
+  int32_t (*copy_from_host)(const TpursRuntime* rt, const TpursArg* dst, const void* src, int64_t nbytes);
+  int32_t (*copy_to_host)(const TpursRuntime* rt, const TpursArg* src, void* dst, int64_t nbytes);
+  int32_t (*copy_between)(const TpursRuntime* rt, const TpursArg* dst, const TpursArg* src);
   const char* (*last_error)(void);
-  uint64_t (*record_fallback)(const char* op);
-  int32_t (*device_count)(void);
-  int32_t (*rng_get)(int32_t device, uint64_t* seed, uint64_t* offset);
-  int32_t (*rng_set)(int32_t device, uint64_t seed, uint64_t offset);
+  uint64_t (*record_fallback)(const TpursRuntime* rt, const char* op);
+  int32_t (*device_count)(const TpursRuntime* rt);
+  int32_t (*rng_get)(const TpursRuntime* rt, int32_t device, uint64_t* seed, uint64_t* offset);
+  int32_t (*rng_set)(const TpursRuntime* rt, int32_t device, uint64_t seed, uint64_t offset);
 } TpursCoreApi;

@@ -1,0 +1,625 @@
+//! The C ABI the torch bridge calls: plain structs describing an op call and its results,
+//! and one table of function pointers (`TpursCoreApi`) handed to the bridge at start-up
+//! together with the runtime it serves.
+//!
+//! Every `unsafe` of this crate lives here: the entry points check the runtime pointer,
+//! decode the bridge's structs once into safe borrowed types ([`CArg`], [`TensorRef`],
+//! [`StorageRef`]) and hand them to safe code that never sees a raw pointer.
+//!
+//! Mirrored by `python/tpurs/csrc/tpurs_core_api.h`; change both together and bump
+//! `API_VERSION`.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr};
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::error::{invalid, Error, ErrorKind, Result};
+use crate::runtime::{RngState, Runtime};
+use crate::storage::Storage;
+
+/// Version of this ABI; the bridge refuses a table of another version.
+pub const API_VERSION: u32 = 2;
+
+/// Argument kinds of [`TpursArg`].
+pub mod kind {
+    /// `None` / undefined tensor.
+    pub const NONE: i32 = 0;
+    /// A tpu tensor.
+    pub const TENSOR: i32 = 1;
+    /// A host number (Scalar or 0-d CPU tensor).
+    pub const SCALAR: i32 = 2;
+    /// An int.
+    pub const INT: i32 = 3;
+    /// A float.
+    pub const FLOAT: i32 = 4;
+    /// A bool.
+    pub const BOOL: i32 = 5;
+    /// A string (`items` points at UTF-8 bytes, `ndim` is the length).
+    pub const STR: i32 = 6;
+    /// A dtype (`dtype` holds the ScalarType code).
+    pub const DTYPE: i32 = 7;
+    /// An int list (`sizes`, `ndim` items).
+    pub const INT_LIST: i32 = 8;
+    /// A float list (`items` as f64, `ndim` items).
+    pub const FLOAT_LIST: i32 = 9;
+    /// A bool list (`items` as u8, `ndim` items).
+    pub const BOOL_LIST: i32 = 10;
+    /// A list of tensors / numbers / None (`items` as TpursArg, `ndim` items).
+    pub const LIST: i32 = 11;
+}
+
+/// One op argument.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TpursArg {
+    /// One of [`kind`].
+    pub kind: i32,
+    /// ScalarType code (tensors, numbers, dtypes).
+    pub dtype: i32,
+    /// Device index of a tensor.
+    pub device: i32,
+    /// 1 for Python numbers.
+    pub wrapped: i32,
+    /// Tensor rank, or list length.
+    pub ndim: i64,
+    /// Tensor sizes, or int list items.
+    pub sizes: *const i64,
+    /// Tensor strides.
+    pub strides: *const i64,
+    /// Tensor storage offset in elements.
+    pub offset: i64,
+    /// Tensor storage (a `Storage` created by this crate).
+    pub storage: *const c_void,
+    /// Integer / bool value.
+    pub i: i64,
+    /// Float value.
+    pub f: f64,
+    /// List items, string bytes.
+    pub items: *const c_void,
+}
+
+/// A mutated argument of the op: argument index, list item (-1 for none), is `out=`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TpursWrite {
+    /// Argument index.
+    pub arg: i32,
+    /// Item of a list argument, or -1.
+    pub item: i32,
+    /// 1 for `out=` arguments.
+    pub is_out: i32,
+}
+
+/// `TpursOpDesc.returns` entry for a new tensor.
+pub const RETURN_FRESH: i32 = -1;
+/// `TpursOpDesc.returns` entry for a new tensor list.
+pub const RETURN_FRESH_LIST: i32 = -2;
+
+/// Result kinds of [`TpursResult`].
+pub mod result {
+    /// An undefined tensor.
+    pub const UNDEFINED: i32 = 0;
+    /// A new tensor.
+    pub const FRESH: i32 = 1;
+    /// The mutated argument `alias`.
+    pub const ALIAS: i32 = 2;
+    /// Start of a list of `ndim` new tensors that follow.
+    pub const LIST: i32 = 3;
+}
+
+/// One result of an op.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TpursResult {
+    /// One of [`result`].
+    pub kind: i32,
+    /// ScalarType code.
+    pub dtype: i32,
+    /// Write target index for aliases.
+    pub alias: i32,
+    /// Device index.
+    pub device: i32,
+    /// Rank (or list length).
+    pub ndim: i64,
+    /// Sizes (owned by the runtime until the next call on this thread).
+    pub sizes: *const i64,
+    /// The new storage (ownership passes to the caller).
+    pub storage: *mut c_void,
+    /// Its size in bytes.
+    pub nbytes: i64,
+}
+
+/// A mutated `out=` argument whose storage must be swapped for a new one of new shape.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TpursReplace {
+    /// Write target index.
+    pub target: i32,
+    /// ScalarType code.
+    pub dtype: i32,
+    /// Rank.
+    pub ndim: i64,
+    /// Sizes (runtime-owned until the next call).
+    pub sizes: *const i64,
+    /// The new storage (ownership passes to the caller).
+    pub storage: *mut c_void,
+    /// Its size in bytes.
+    pub nbytes: i64,
+}
+
+/// What an op call produced.
+#[repr(C)]
+pub struct TpursOpResults {
+    /// Number of results.
+    pub n: i64,
+    /// Results.
+    pub results: *const TpursResult,
+    /// Number of replaced out arguments.
+    pub nreplace: i64,
+    /// Replacements.
+    pub replaces: *const TpursReplace,
+}
+
+/// The function table handed to the bridge. Every entry that needs a runtime takes the
+/// `*const Runtime` the bridge was given at start-up (`rt`); `storage_free` needs none (a
+/// storage knows its own runtime's memory counters), nor do the table-level entries.
+#[repr(C)]
+pub struct TpursCoreApi {
+    /// [`API_VERSION`].
+    pub version: u32,
+    /// Number of ops in the lowering table.
+    pub num_ops: extern "C" fn() -> u32,
+    /// Name of op `i` (`add.Tensor`), NUL-terminated, static.
+    pub op_name: extern "C" fn(u32) -> *const c_char,
+    /// Runs op `op` with writes and returns as declared; returns 0 or an error kind.
+    #[allow(clippy::type_complexity)]
+    pub run_op: extern "C" fn(
+        rt: *const c_void,
+        op: u32,
+        args: *const TpursArg,
+        nargs: i64,
+        writes: *const TpursWrite,
+        nwrites: i64,
+        returns: *const i32,
+        nreturns: i64,
+        default_dtype: i32,
+        out: *mut TpursOpResults,
+    ) -> i32,
+    /// A new empty storage of `nbytes` on `device` (null on an invalid device).
+    pub storage_new: extern "C" fn(rt: *const c_void, device: i32, nbytes: i64) -> *mut c_void,
+    /// Frees a storage.
+    pub storage_free: extern "C" fn(*mut c_void),
+    /// Copies a dense host array into the view `dst` of a tpu tensor; returns 0 or a kind.
+    pub copy_from_host: extern "C" fn(
+        rt: *const c_void,
+        dst: *const TpursArg,
+        src: *const c_void,
+        nbytes: i64,
+    ) -> i32,
+    /// Copies the view `src` of a tpu tensor into a dense host array; returns 0 or a kind.
+    pub copy_to_host: extern "C" fn(
+        rt: *const c_void,
+        src: *const TpursArg,
+        dst: *mut c_void,
+        nbytes: i64,
+    ) -> i32,
+    /// Copies the tpu view `src` into the tpu view `dst` (any devices, same dtype and shape).
+    pub copy_between:
+        extern "C" fn(rt: *const c_void, dst: *const TpursArg, src: *const TpursArg) -> i32,
+    /// The message of the last error on this thread (NUL-terminated, valid until the next).
+    pub last_error: extern "C" fn() -> *const c_char,
+    /// Counts a CPU fallback of the named op; returns its count so far.
+    pub record_fallback: extern "C" fn(rt: *const c_void, op: *const c_char) -> u64,
+    /// Number of devices.
+    pub device_count: extern "C" fn(rt: *const c_void) -> i32,
+    /// Reads the generator state (seed, offset) of a device; returns 0 or a kind.
+    pub rng_get:
+        extern "C" fn(rt: *const c_void, device: i32, seed: *mut u64, offset: *mut u64) -> i32,
+    /// Sets the generator state of a device; returns 0 or a kind.
+    pub rng_set: extern "C" fn(rt: *const c_void, device: i32, seed: u64, offset: u64) -> i32,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<std::ffi::CString> = RefCell::new(std::ffi::CString::default());
+}
+
+/// Stores `e` as this thread's last error and returns its kind code.
+pub(crate) fn fail(e: Error) -> i32 {
+    let kind = e.kind();
+    let msg = e.to_string().replace('\0', " ");
+    LAST_ERROR.with(|l| *l.borrow_mut() = std::ffi::CString::new(msg).unwrap_or_default());
+    kind as i32
+}
+
+/// Runs `f`, turning errors and panics into an error code (never unwinds into C++).
+pub(crate) fn guarded(f: impl FnOnce() -> Result<()>) -> i32 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => fail(e),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            fail(Error::Invalid(
+                ErrorKind::Runtime,
+                format!("tpurs internal error: {msg}"),
+            ))
+        }
+    }
+}
+
+extern "C" fn num_ops() -> u32 {
+    tpurs_ops::op_names().count() as u32
+}
+
+/// The name the bridge registers for op `i`; empty for graph-only rules, which the
+/// dispatcher must not reach.
+extern "C" fn op_name(i: u32) -> *const c_char {
+    static NAMES: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..num_ops())
+            .map(|id| {
+                let e = tpurs_ops::op_entry(id);
+                let name = if e.graph_only { "" } else { e.name };
+                std::ffi::CString::new(name).unwrap_or_default()
+            })
+            .collect()
+    });
+    names
+        .get(i as usize)
+        .map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
+extern "C" fn last_error() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+/// A storage of this crate that lives in an `Arc` held elsewhere (by torch, for a storage
+/// the bridge passed; by the caller, for one made in Rust) for at least `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct StorageRef<'a>(&'a Storage);
+
+impl<'a> StorageRef<'a> {
+    /// A reference to a storage the caller holds.
+    pub fn of(storage: &'a Arc<Storage>) -> StorageRef<'a> {
+        StorageRef(storage)
+    }
+
+    /// The storage.
+    pub fn get(self) -> &'a Storage {
+        self.0
+    }
+
+    /// A new counted reference to the storage.
+    pub fn to_arc(self) -> Arc<Storage> {
+        let p: *const Storage = self.0;
+        // SAFETY: both constructors only wrap storages inside an `Arc` (`of`, or a pointer
+        // from `Arc::into_raw` that torch still holds), and `'a` keeps that `Arc` alive.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+}
+
+impl Deref for StorageRef<'_> {
+    type Target = Storage;
+
+    fn deref(&self) -> &Storage {
+        self.0
+    }
+}
+
+/// A tpu tensor argument: a strided view of one storage.
+#[derive(Clone, Copy)]
+pub(crate) struct TensorRef<'a> {
+    /// ScalarType code.
+    pub dtype: i32,
+    /// Device index.
+    pub device: i32,
+    /// Sizes.
+    pub sizes: &'a [i64],
+    /// Strides in elements.
+    pub strides: &'a [i64],
+    /// Storage offset in elements.
+    pub offset: i64,
+    /// The storage.
+    pub storage: StorageRef<'a>,
+}
+
+/// A host number argument.
+#[derive(Clone, Copy)]
+pub(crate) struct ScalarRef {
+    /// ScalarType code.
+    pub dtype: i32,
+    /// A Python number (weak in type promotion).
+    pub wrapped: bool,
+    /// Integer / bool value.
+    pub i: i64,
+    /// Float value.
+    pub f: f64,
+}
+
+/// One op argument, decoded from its [`TpursArg`].
+pub(crate) enum CArg<'a> {
+    None,
+    Tensor(TensorRef<'a>),
+    Scalar(ScalarRef),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(&'a [u8]),
+    /// A ScalarType code.
+    Dtype(i32),
+    IntList(&'a [i64]),
+    FloatList(&'a [f64]),
+    BoolList(&'a [u8]),
+    List(Vec<CArg<'a>>),
+}
+
+/// `n` items at `p` (none for a null pointer or a non-positive count).
+///
+/// # Safety
+/// A non-null `p` must point at `n` initialised items that stay valid for `'a`.
+unsafe fn slice<'a, T>(p: *const T, n: i64) -> &'a [T] {
+    if p.is_null() || n <= 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n as usize)
+    }
+}
+
+/// Decodes one argument.
+///
+/// # Safety
+/// `a` must describe its payload as [`TpursArg`] documents it (`ndim` items behind
+/// `sizes` / `strides` / `items`, a storage made by this crate that torch holds), valid for
+/// `'a`.
+unsafe fn decode(a: &TpursArg) -> Result<CArg<'_>> {
+    Ok(match a.kind {
+        kind::NONE => CArg::None,
+        kind::TENSOR => {
+            if a.storage.is_null() {
+                return invalid(ErrorKind::Runtime, "tpu tensor without storage");
+            }
+            CArg::Tensor(TensorRef {
+                dtype: a.dtype,
+                device: a.device,
+                sizes: slice(a.sizes, a.ndim),
+                strides: slice(a.strides, a.ndim),
+                offset: a.offset,
+                storage: StorageRef(&*(a.storage as *const Storage)),
+            })
+        }
+        kind::SCALAR => CArg::Scalar(ScalarRef {
+            dtype: a.dtype,
+            wrapped: a.wrapped != 0,
+            i: a.i,
+            f: a.f,
+        }),
+        kind::INT => CArg::Int(a.i),
+        kind::FLOAT => CArg::Float(a.f),
+        kind::BOOL => CArg::Bool(a.i != 0),
+        kind::STR => CArg::Str(slice(a.items as *const u8, a.ndim)),
+        kind::DTYPE => CArg::Dtype(a.dtype),
+        kind::INT_LIST => CArg::IntList(slice(a.sizes, a.ndim)),
+        kind::FLOAT_LIST => CArg::FloatList(slice(a.items as *const f64, a.ndim)),
+        kind::BOOL_LIST => CArg::BoolList(slice(a.items as *const u8, a.ndim)),
+        kind::LIST => CArg::List(
+            slice(a.items as *const TpursArg, a.ndim)
+                .iter()
+                .map(|i| decode(i))
+                .collect::<Result<_>>()?,
+        ),
+        other => return invalid(ErrorKind::Runtime, format!("unknown argument kind {other}")),
+    })
+}
+
+/// Decodes a tensor argument (copies take one).
+///
+/// # Safety
+/// As [`decode`]; `a` may be null.
+unsafe fn decode_tensor<'a>(a: *const TpursArg) -> Result<TensorRef<'a>> {
+    match a.as_ref().map(|a| decode(a)).transpose()? {
+        Some(CArg::Tensor(t)) => Ok(t),
+        _ => invalid(ErrorKind::Runtime, "expected a tpu tensor"),
+    }
+}
+
+/// The runtime behind the bridge's context pointer.
+///
+/// # Safety
+/// A non-null `rt` must point at a `Runtime` that outlives the call (the bridge holds the
+/// default runtime, which lives as long as the process).
+unsafe fn runtime<'a>(rt: *const c_void) -> Result<&'a Runtime> {
+    (rt as *const Runtime).as_ref().ok_or(Error::NotInitialised)
+}
+
+/// Hands a new reference to torch as a raw pointer (released by `storage_free`).
+pub(crate) fn storage_into_raw(storage: Arc<Storage>) -> *mut c_void {
+    Arc::into_raw(storage) as *mut c_void
+}
+
+/// A new counted reference to a storage torch holds, from its data pointer (what
+/// `untyped_storage().data_ptr()` shows Python).
+///
+/// # Safety
+/// `p` must come from this crate (a storage torch still holds) and stay held for the call.
+pub unsafe fn storage_from_torch(p: *const c_void) -> Arc<Storage> {
+    StorageRef(&*(p as *const Storage)).to_arc()
+}
+
+#[allow(clippy::too_many_arguments)]
+extern "C" fn run_op(
+    rt: *const c_void,
+    op: u32,
+    args: *const TpursArg,
+    nargs: i64,
+    writes: *const TpursWrite,
+    nwrites: i64,
+    returns: *const i32,
+    nreturns: i64,
+    default_dtype: i32,
+    out: *mut TpursOpResults,
+) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime and arrays of the stated lengths, valid for
+        // this call.
+        let (rt, args, writes, returns) = unsafe {
+            (
+                runtime(rt)?,
+                slice(args, nargs)
+                    .iter()
+                    .map(|a| decode(a))
+                    .collect::<Result<Vec<_>>>()?,
+                slice(writes, nwrites),
+                slice(returns, nreturns),
+            )
+        };
+        let call = crate::launch::CallDesc {
+            op,
+            args: &args,
+            writes,
+            returns,
+            default_dtype,
+        };
+        let produced = crate::launch::run(rt, &call)?;
+        if !out.is_null() {
+            // SAFETY: `out` points at a results struct owned by the caller.
+            unsafe { *out = produced };
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn storage_new(rt: *const c_void, device: i32, nbytes: i64) -> *mut c_void {
+    let made = (|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let device = rt.check_device(device as i64)?;
+        Ok(Arc::new(rt.new_storage(device, nbytes.max(0) as usize)))
+    })();
+    match made {
+        Ok(s) => storage_into_raw(s),
+        Err(e) => {
+            fail(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+extern "C" fn storage_free(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: `p` came from `storage_into_raw` and torch frees it once.
+        drop(unsafe { Arc::from_raw(p as *const Storage) });
+    }
+}
+
+extern "C" fn copy_from_host(
+    rt: *const c_void,
+    dst: *const TpursArg,
+    src: *const c_void,
+    nbytes: i64,
+) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime, a live tensor and `nbytes` readable bytes.
+        let (rt, dst, bytes) = unsafe {
+            (
+                runtime(rt)?,
+                decode_tensor(dst)?,
+                slice(src as *const u8, nbytes),
+            )
+        };
+        crate::transfer::copy_from_host(rt, &dst, bytes)
+    })
+}
+
+extern "C" fn copy_to_host(
+    rt: *const c_void,
+    src: *const TpursArg,
+    dst: *mut c_void,
+    nbytes: i64,
+) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime, a live tensor and `nbytes` writable bytes
+        // nothing else touches during the call.
+        let (rt, src, out) = unsafe {
+            let out: &mut [u8] = if dst.is_null() || nbytes <= 0 {
+                &mut []
+            } else {
+                std::slice::from_raw_parts_mut(dst as *mut u8, nbytes as usize)
+            };
+            (runtime(rt)?, decode_tensor(src)?, out)
+        };
+        crate::transfer::copy_to_host(rt, &src, out)
+    })
+}
+
+extern "C" fn copy_between(rt: *const c_void, dst: *const TpursArg, src: *const TpursArg) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime and two live tensors.
+        let (rt, dst, src) = unsafe { (runtime(rt)?, decode_tensor(dst)?, decode_tensor(src)?) };
+        crate::transfer::copy_between(rt, &dst, &src)
+    })
+}
+
+extern "C" fn record_fallback(rt: *const c_void, name: *const c_char) -> u64 {
+    // SAFETY: the bridge passes its runtime and a NUL-terminated op name.
+    let (rt, name) = unsafe {
+        match (runtime(rt), name.is_null()) {
+            (Ok(rt), false) => (rt, CStr::from_ptr(name).to_string_lossy()),
+            _ => return 0,
+        }
+    };
+    rt.record_fallback(&name)
+}
+
+extern "C" fn device_count(rt: *const c_void) -> i32 {
+    // SAFETY: the bridge passes its runtime.
+    unsafe { runtime(rt) }.map_or(0, |rt| rt.device_count() as i32)
+}
+
+extern "C" fn rng_get(rt: *const c_void, device: i32, seed: *mut u64, offset: *mut u64) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let s = rt.rng_state(rt.check_device(device as i64)?);
+        // SAFETY: the bridge passes two writable u64s.
+        unsafe {
+            *seed = s.seed;
+            *offset = s.offset;
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn rng_set(rt: *const c_void, device: i32, seed: u64, offset: u64) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let d = rt.check_device(device as i64)?;
+        rt.set_rng_state(d, RngState { seed, offset });
+        Ok(())
+    })
+}
+
+/// The table handed to the bridge.
+pub static CORE_API: TpursCoreApi = TpursCoreApi {
+    version: API_VERSION,
+    num_ops,
+    op_name,
+    run_op,
+    storage_new,
+    storage_free,
+    copy_from_host,
+    copy_to_host,
+    copy_between,
+    last_error,
+    record_fallback,
+    device_count,
+    rng_get,
+    rng_set,
+};

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-_SOURCES = ("device.cpp", "kernels.cpp", "native.cpp")
+_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "native.cpp")
 _HEADERS = ("bridge.h", "tpurs_core_api.h")
 
 

@@ -28,6 +28,7 @@ def register_graph(
     nodes: list[tuple[str, list, int]],
     outputs: list[int],
     default_dtype: int,
+    precision: str,
 ) -> tuple[int, str]: ...
 def collective(
     kind: str,

@@ -299,7 +299,8 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
     try:
         desc = _Described(gm, example_inputs)
         dtype = _DTYPE_CODES[torch.get_default_dtype()]
-        graph_id, mlir = _core.register_graph(desc.inputs, desc.nodes, desc.outputs, dtype)
+        precision = torch.get_float32_matmul_precision()
+        graph_id, mlir = _core.register_graph(desc.inputs, desc.nodes, desc.outputs, dtype, precision)
     except (Unsupported, NotImplementedError, ValueError, RuntimeError, TypeError) as e:
         return _eager_fallback(gm, e)
     _dump("stablehlo.mlir", mlir)

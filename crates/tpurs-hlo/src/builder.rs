@@ -29,6 +29,32 @@ impl Value {
     }
 }
 
+/// How precisely float32 dots and convolutions are computed: StableHLO's precision config,
+/// as PyTorch's `torch.set_float32_matmul_precision` ("highest", "high", "medium") asks.
+/// Plugins without faster modes (the CPU) compute every one in full float32; a TPU runs
+/// `Default` as one bfloat16 pass and `Highest` as full float32.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// The plugin's fastest (`"medium"`).
+    Default,
+    /// Close to float32 (`"high"`).
+    High,
+    /// Full float32 (`"highest"`, PyTorch's default).
+    #[default]
+    Highest,
+}
+
+impl Precision {
+    /// The StableHLO name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Default => "DEFAULT",
+            Precision::High => "HIGH",
+            Precision::Highest => "HIGHEST",
+        }
+    }
+}
+
 /// Builds one `func.func @main` and prints it as a StableHLO module.
 #[derive(Default)]
 pub struct Builder {
@@ -36,12 +62,28 @@ pub struct Builder {
     next_id: u32,
     params: Vec<TensorType>,
     depth: usize,
+    precision: Precision,
 }
 
 impl Builder {
     /// An empty program.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the precision of the float32 dots and convolutions emitted from now on.
+    pub fn set_precision(&mut self, precision: Precision) {
+        self.precision = precision;
+    }
+
+    /// The `precision_config` attribute for a dot or convolution over `dtype` (none where
+    /// the operands are not float32).
+    pub(crate) fn precision_attr(&self, dtype: DType) -> String {
+        if dtype != DType::F32 {
+            return String::new();
+        }
+        let p = format!("#stablehlo<precision {}>", self.precision.name());
+        format!(", precision_config = [{p}, {p}]")
     }
 
     /// Adds a program parameter of the given type.

@@ -7,7 +7,7 @@ mod builder;
 mod ops;
 mod types;
 
-pub use builder::{Builder, Value};
+pub use builder::{Builder, Precision, Value};
 pub use ops::{CompareDir, ConvDims, GatherDims, ScatterDims};
 pub use types::{DType, Literal, TensorType};
 

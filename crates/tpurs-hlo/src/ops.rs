@@ -682,7 +682,7 @@ impl Builder {
             list(batch.1),
             list(contract.0),
             list(contract.1)
-        );
+        ) + &self.precision_attr(lhs.dtype());
         Ok(self.emit1(
             "stablehlo.dot_general",
             &[lhs, rhs],
@@ -718,7 +718,7 @@ impl Builder {
             i64_array(&dims.rhs_dilation),
             dims.feature_group_count,
             dims.batch_group_count
-        );
+        ) + &self.precision_attr(input.dtype());
         Ok(self.emit1(
             "stablehlo.convolution",
             &[input, kernel],

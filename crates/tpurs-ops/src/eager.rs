@@ -3,7 +3,7 @@
 //! (in-place ops, `out=`, batch norm's running statistics) are written back into the
 //! storages, and `out=` arguments whose shape changes get new storages (resize).
 
-use tpurs_hlo::{Builder, DType, TensorType, Value};
+use tpurs_hlo::{Builder, DType, Precision, TensorType, Value};
 
 use crate::ctx::{Arg, Ctx, Inputs, ScalarMeta, TensorArg, WriteTarget};
 use crate::dtype::check_can_cast;
@@ -84,6 +84,8 @@ pub struct OpCall {
     pub returns: Vec<ReturnSpec>,
     /// `torch.get_default_dtype()`.
     pub default_float: DType,
+    /// `torch.get_float32_matmul_precision()`.
+    pub precision: Precision,
 }
 
 /// Where one program parameter comes from at launch.
@@ -292,6 +294,8 @@ pub fn lower_into<'a>(
     call: &'a OpCall,
     provider: Option<&'a mut dyn ParamProvider>,
 ) -> Result<(Builder, LoweredOp)> {
+    let mut b = b;
+    b.set_precision(call.precision);
     let entry = op_entry(call.op);
     let args: Vec<Arg> = call
         .args

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use tpurs_hlo::{Builder, DType, Value};
+use tpurs_hlo::{Builder, DType, Precision, Value};
 
 use crate::ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg, WriteTarget};
 use crate::error::{runtime, Error, Result};
@@ -56,6 +56,8 @@ pub struct Graph {
     pub outputs: Vec<usize>,
     /// `torch.get_default_dtype()` when the graph was traced.
     pub default_float: DType,
+    /// `torch.get_float32_matmul_precision()` when the graph was traced.
+    pub precision: Precision,
 }
 
 fn graphs() -> &'static RwLock<Vec<Arc<Graph>>> {
@@ -141,6 +143,7 @@ fn lower_graph(
     outer: &mut dyn Inputs,
     rng: &mut Option<Value>,
 ) -> Result<(Builder, Vec<Value>)> {
+    b.set_precision(graph.precision);
     if inputs.len() != graph.inputs.len() {
         return runtime(format!(
             "tpurs graph: expected {} inputs, got {}",

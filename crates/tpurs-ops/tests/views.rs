@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use tpurs_hlo::{DType, Literal, TensorType};
+use tpurs_hlo::{DType, Literal, Precision, TensorType};
 use tpurs_ops::{
     lookup, lower, Arg, EagerArg, Error, Lowered, OpCall, OutputSpec, ParamSource, ResultSink,
     ReturnSpec, ScalarMeta, StorageMeta, TensorMeta, WriteTarget,
@@ -234,6 +234,7 @@ fn clone_call(meta: TensorMeta, storage: StorageMeta) -> OpCall {
         writes: vec![],
         returns: vec![ReturnSpec::Fresh],
         default_float: DType::F32,
+        precision: Precision::Highest,
     }
 }
 
@@ -351,6 +352,7 @@ fn copy_call(dst: TensorMeta, dst_storage: StorageMeta, src: TensorMeta, src_num
         }],
         returns: vec![ReturnSpec::Alias(0)],
         default_float: DType::F32,
+        precision: Precision::Highest,
     }
 }
 
@@ -537,6 +539,7 @@ fn add_call(a: TensorMeta, a_numel: i64, b: TensorMeta, b_numel: i64, alpha: Eag
         writes: vec![],
         returns: vec![ReturnSpec::Fresh],
         default_float: DType::F32,
+        precision: Precision::Highest,
     }
 }
 
@@ -732,6 +735,7 @@ fn copy_within_one_storage_reads_the_old_values() {
             }],
             returns: vec![ReturnSpec::Alias(0)],
             default_float: DType::F32,
+            precision: Precision::Highest,
         };
         let lowered = lower(&call).unwrap();
         assert_eq!(lowered.params, [ParamSource::Storage(0)]);

@@ -8,7 +8,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tpurs_hlo::{DType, Literal};
+use tpurs_hlo::{DType, Literal, Precision};
 use tpurs_ops::dtype::from_scalar_type;
 use tpurs_ops::graph::{Graph, Node, NodeArg, NodeRef};
 use tpurs_ops::{Arg, ScalarMeta, TensorArg, WriteTarget};
@@ -90,6 +90,7 @@ pub(crate) fn decode_graph(
     nodes: Vec<NodeDesc<'_>>,
     outputs: Vec<usize>,
     default_dtype: i32,
+    precision: &str,
 ) -> PyResult<Graph> {
     let inputs = tensor_types(inputs)?;
     let nodes = nodes
@@ -119,5 +120,15 @@ pub(crate) fn decode_graph(
         nodes,
         outputs,
         default_float: dtype(default_dtype)?,
+        precision: match precision {
+            "highest" => Precision::Highest,
+            "high" => Precision::High,
+            "medium" => Precision::Default,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "tpurs: unknown float32 matmul precision {other:?}"
+                )))
+            }
+        },
     })
 }

@@ -224,8 +224,9 @@ fn register_graph(
     nodes: Vec<graph::NodeDesc<'_>>,
     outputs: Vec<usize>,
     default_dtype: i32,
+    precision: &str,
 ) -> PyResult<(i64, String)> {
-    let graph = graph::decode_graph(inputs, nodes, outputs, default_dtype)?;
+    let graph = graph::decode_graph(inputs, nodes, outputs, default_dtype, precision)?;
     rt()?.register_graph(graph).map_err(to_py)
 }
 

@@ -14,6 +14,8 @@ use std::ffi::{c_char, c_void, CStr};
 use std::ops::Deref;
 use std::sync::Arc;
 
+use tpurs_hlo::Precision;
+
 use crate::error::{invalid, Error, ErrorKind, Result};
 use crate::runtime::{RngState, Runtime};
 use crate::storage::Storage;
@@ -184,6 +186,7 @@ pub struct TpursCoreApi {
         returns: *const i32,
         nreturns: i64,
         default_dtype: i32,
+        matmul_precision: i32,
         out: *mut TpursOpResults,
     ) -> i32,
     /// A new empty storage of `nbytes` on `device` (null on an invalid device).
@@ -438,6 +441,19 @@ unsafe fn runtime<'a>(rt: *const c_void) -> Result<&'a Runtime> {
     (rt as *const Runtime).as_ref().ok_or(Error::NotInitialised)
 }
 
+/// The precision of `at::Float32MatmulPrecision` code `code` (HIGHEST, HIGH, MEDIUM).
+fn precision_of(code: i32) -> Result<Precision> {
+    match code {
+        0 => Ok(Precision::Highest),
+        1 => Ok(Precision::High),
+        2 => Ok(Precision::Default),
+        _ => invalid(
+            ErrorKind::Runtime,
+            format!("unknown float32 matmul precision {code}"),
+        ),
+    }
+}
+
 /// Hands a new reference to torch as a raw pointer (released by `storage_free`).
 pub(crate) fn storage_into_raw(storage: Arc<Storage>) -> *mut c_void {
     Arc::into_raw(storage) as *mut c_void
@@ -463,6 +479,7 @@ extern "C" fn run_op(
     returns: *const i32,
     nreturns: i64,
     default_dtype: i32,
+    matmul_precision: i32,
     out: *mut TpursOpResults,
 ) -> i32 {
     guarded(|| {
@@ -485,6 +502,7 @@ extern "C" fn run_op(
             writes,
             returns,
             default_dtype,
+            precision: precision_of(matmul_precision)?,
         };
         let produced = crate::launch::run(rt, &call)?;
         if !out.is_null() {

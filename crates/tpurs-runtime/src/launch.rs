@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use tpurs_hlo::{DType, Literal};
+use tpurs_hlo::{DType, Literal, Precision};
 use tpurs_ops::dtype::from_scalar_type;
 use tpurs_ops::{
     Arg, EagerArg, OpCall, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta, TensorMeta,
@@ -46,6 +46,7 @@ pub(crate) struct CallDesc<'a> {
     pub writes: &'a [TpursWrite],
     pub returns: &'a [i32],
     pub default_dtype: i32,
+    pub precision: Precision,
 }
 
 /// The element type of a ScalarType code; other dtypes (complex, float8, quantized) raise
@@ -257,6 +258,7 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
         writes,
         returns,
         default_float: dtype_of(call.default_dtype)?,
+        precision: call.precision,
     })
 }
 
@@ -349,8 +351,11 @@ pub(crate) fn run(rt: &Runtime, call: &CallDesc) -> Result<TpursOpResults> {
 fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpResults> {
     let entry = tpurs_ops::op_entry(call.op);
     let mut device = None;
-    s.key
-        .extend_from_slice(&[call.op as u64, call.default_dtype as u64]);
+    s.key.extend_from_slice(&[
+        call.op as u64,
+        call.default_dtype as u64,
+        call.precision as u64,
+    ]);
     for a in call.args {
         s.encode(a, entry.bake_scalars, &mut device)?;
     }

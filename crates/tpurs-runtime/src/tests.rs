@@ -8,6 +8,7 @@ use crate::launch::{run, CallDesc};
 use crate::storage::Storage;
 use crate::transfer::{copy_from_host, copy_to_host};
 use crate::{EagerMode, Runtime};
+use tpurs_hlo::Precision;
 
 const FLOAT: i32 = 6;
 const LONG: i32 = 4;
@@ -77,6 +78,7 @@ fn add_in_place(rt: &Runtime, a: &Arc<Storage>, b: &Arc<Storage>) {
         }],
         returns: &[0],
         default_dtype: FLOAT,
+        precision: Precision::Highest,
     };
     run(rt, &call).unwrap();
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tpurs_hlo::DType;
+use tpurs_hlo::{DType, Precision};
 use tpurs_pjrt::ElementType;
 
 use crate::abi::{CArg, StorageRef, TensorRef, TpursWrite};
@@ -119,6 +119,7 @@ fn copy_on_device(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Result<()> 
             writes: &writes,
             returns: &[0],
             default_dtype: 6,
+            precision: Precision::Highest,
         },
     )?;
     Ok(())

@@ -308,9 +308,11 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   TpursOpResults res{};
   int32_t default_dtype = static_cast<int32_t>(c10::typeMetaToScalarType(c10::get_default_dtype()));
+  // torch.set_float32_matmul_precision: HIGHEST, HIGH, MEDIUM as 0, 1, 2.
+  int32_t precision = static_cast<int32_t>(at::globalContext().float32MatmulPrecision());
   int32_t rc = g_api->run_op(g_rt, d.id, p.args.data(), static_cast<int64_t>(p.args.size()), p.writes.data(),
                              static_cast<int64_t>(p.writes.size()), p.returns.data(),
-                             static_cast<int64_t>(p.returns.size()), default_dtype, &res);
+                             static_cast<int64_t>(p.returns.size()), default_dtype, precision, &res);
   if (rc != TPURS_OK) throw_error(rc);
 
   // out= arguments whose shape changed get the new storage, as resize_ would.

@@ -85,7 +85,7 @@ typedef struct TpursCoreApi {
   const char* (*op_name)(uint32_t);
   int32_t (*run_op)(const TpursRuntime* rt, uint32_t op, const TpursArg* args, int64_t nargs,
                     const TpursWrite* writes, int64_t nwrites, const int32_t* returns, int64_t nreturns,
-                    int32_t default_dtype, TpursOpResults* out);
+                    int32_t default_dtype, int32_t matmul_precision, TpursOpResults* out);
   // NULL (with the reason in last_error) for an invalid device.
   void* (*storage_new)(const TpursRuntime* rt, int32_t device, int64_t nbytes);
   void (*storage_free)(void*);

@@ -9,7 +9,19 @@ from typing import Any
 
 import torch
 
-from . import _core
+from . import _core, memory  # noqa: F401 (torch.tpu.memory)
+from .memory import (  # noqa: F401 (torch.tpu names)
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+)
 from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401 (torch.tpu names)
 
 __all__ = [
@@ -28,10 +40,18 @@ __all__ = [
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
+    "empty_cache",
     "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory",
     "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
     "metrics",
     "platform",
+    "reset_accumulated_memory_stats",
     "reset_metrics",
     "reset_peak_memory_stats",
     "seed",
@@ -191,21 +211,6 @@ def set_rng_state(state: torch.Tensor, d: Any = "tpu") -> None:
 def get_amp_supported_dtype() -> list[torch.dtype]:
     """Dtypes autocast may use on the device."""
     return [torch.bfloat16, torch.float16]
-
-
-def memory_allocated(d: Any = None) -> int:
-    """Bytes held by live tensors on the device."""
-    return _core.memory_allocated(_index(d))
-
-
-def max_memory_allocated(d: Any = None) -> int:
-    """Peak bytes held by live tensors on the device."""
-    return _core.max_memory_allocated(_index(d))
-
-
-def reset_peak_memory_stats(d: Any = None) -> None:
-    """Resets the peak returned by `max_memory_allocated`."""
-    _core.reset_peak_memory_stats(_index(d))
 
 
 def metrics() -> dict:

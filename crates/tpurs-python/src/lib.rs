@@ -173,31 +173,6 @@ fn set_rng_state(device: i64, seed: u64, offset: u64) -> PyResult<()> {
     Ok(())
 }
 
-/// Bytes held by live tensors on `device`.
-#[pyfunction]
-fn memory_allocated(device: i64) -> PyResult<u64> {
-    let rt = rt()?;
-    Ok(rt
-        .memory(rt.check_device(device).map_err(to_py)?)
-        .allocated())
-}
-
-/// Peak bytes held by live tensors on `device`.
-#[pyfunction]
-fn max_memory_allocated(device: i64) -> PyResult<u64> {
-    let rt = rt()?;
-    Ok(rt.memory(rt.check_device(device).map_err(to_py)?).peak())
-}
-
-/// Resets the peak of `device` to its current use.
-#[pyfunction]
-fn reset_peak_memory_stats(device: i64) -> PyResult<()> {
-    let rt = rt()?;
-    rt.memory(rt.check_device(device).map_err(to_py)?)
-        .reset_peak();
-    Ok(())
-}
-
 /// Sets the eager mode: 0 = DEFER_NEVER, 1 = DEFER_AND_FUSE, 2 = DEFER_NEVER_AND_LAUNCH_BLOCKING.
 #[pyfunction]
 fn set_eager_mode(mode: u8) -> PyResult<()> {
@@ -312,9 +287,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
-    m.add_function(wrap_pyfunction!(memory_allocated, m)?)?;
-    m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
-    m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(register_graph, m)?)?;
     m.add_function(wrap_pyfunction!(collective, m)?)?;

@@ -150,6 +150,24 @@ pub struct TpursReplace {
     pub nbytes: i64,
 }
 
+/// Memory statistics of one device (`[current, peak, allocated, freed]` each).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct TpursMemoryStats {
+    /// Bytes of live storages.
+    pub bytes: [i64; 4],
+    /// Number of live storages.
+    pub count: [i64; 4],
+}
+
+/// `memory_reset` targets.
+pub mod reset {
+    /// Peaks to the current values.
+    pub const PEAK: i32 = 1;
+    /// Totals allocated and freed to zero.
+    pub const ACCUMULATED: i32 = 2;
+}
+
 /// What an op call produced.
 #[repr(C)]
 pub struct TpursOpResults {
@@ -221,6 +239,14 @@ pub struct TpursCoreApi {
         extern "C" fn(rt: *const c_void, device: i32, seed: *mut u64, offset: *mut u64) -> i32,
     /// Sets the generator state of a device; returns 0 or a kind.
     pub rng_set: extern "C" fn(rt: *const c_void, device: i32, seed: u64, offset: u64) -> i32,
+    /// Reads the memory statistics of a device; returns 0 or a kind.
+    pub memory_stats:
+        extern "C" fn(rt: *const c_void, device: i32, out: *mut TpursMemoryStats) -> i32,
+    /// Resets the peaks or the totals ([`reset`]) of a device; returns 0 or a kind.
+    pub memory_reset: extern "C" fn(rt: *const c_void, device: i32, what: i32) -> i32,
+    /// Free and total bytes of a device; returns 0 or a kind.
+    pub memory_info:
+        extern "C" fn(rt: *const c_void, device: i32, free: *mut u64, total: *mut u64) -> i32,
 }
 
 thread_local! {
@@ -624,6 +650,51 @@ extern "C" fn rng_set(rt: *const c_void, device: i32, seed: u64, offset: u64) ->
     })
 }
 
+extern "C" fn memory_stats(rt: *const c_void, device: i32, out: *mut TpursMemoryStats) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let m = rt.memory(rt.check_device(device as i64)?);
+        let four =
+            |v: crate::StatValues| [v.current, v.peak, v.allocated, v.freed].map(|x| x as i64);
+        let stats = TpursMemoryStats {
+            bytes: four(m.bytes()),
+            count: four(m.count()),
+        };
+        // SAFETY: the bridge passes a writable stats struct.
+        unsafe { *out = stats };
+        Ok(())
+    })
+}
+
+extern "C" fn memory_reset(rt: *const c_void, device: i32, what: i32) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let m = rt.memory(rt.check_device(device as i64)?);
+        match what {
+            reset::PEAK => m.reset_peak(),
+            reset::ACCUMULATED => m.reset_accumulated(),
+            other => return invalid(ErrorKind::Runtime, format!("unknown memory reset {other}")),
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn memory_info(rt: *const c_void, device: i32, free: *mut u64, total: *mut u64) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        let (f, t) = rt.memory_info(rt.check_device(device as i64)?)?;
+        // SAFETY: the bridge passes two writable u64s.
+        unsafe {
+            *free = f;
+            *total = t;
+        }
+        Ok(())
+    })
+}
+
 /// The table handed to the bridge.
 pub static CORE_API: TpursCoreApi = TpursCoreApi {
     version: API_VERSION,
@@ -640,4 +711,7 @@ pub static CORE_API: TpursCoreApi = TpursCoreApi {
     device_count,
     rng_get,
     rng_set,
+    memory_stats,
+    memory_reset,
+    memory_info,
 };

@@ -20,7 +20,7 @@ mod transfer;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::MetricsSnapshot;
 pub use runtime::{EagerMode, RngState, Runtime};
-pub use storage::{DeviceMemory, Storage};
+pub use storage::{DeviceMemory, StatValues, Storage};
 
 #[cfg(test)]
 mod tests;

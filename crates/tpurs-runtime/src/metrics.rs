@@ -38,8 +38,8 @@ impl Metrics {
         *n
     }
 
-    /// Reads every counter; `memory_allocated` is the caller's (it lives with the devices).
-    pub fn snapshot(&self, memory_allocated: Vec<u64>) -> MetricsSnapshot {
+    /// Reads every counter.
+    pub fn snapshot(&self) -> MetricsSnapshot {
         let m = self;
         MetricsSnapshot {
             op_launches: m.op_launches.load(Relaxed),
@@ -58,7 +58,6 @@ impl Metrics {
             bytes_device_to_device: m.d2d_bytes.load(Relaxed),
             collectives: m.collectives.load(Relaxed),
             fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
-            memory_allocated,
         }
     }
 
@@ -125,6 +124,4 @@ pub struct MetricsSnapshot {
     pub collectives: u64,
     /// CPU fallbacks per op.
     pub fallbacks: BTreeMap<String, u64>,
-    /// Bytes held by live storages, per device.
-    pub memory_allocated: Vec<u64>,
 }

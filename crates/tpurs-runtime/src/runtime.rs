@@ -145,10 +145,32 @@ impl Runtime {
         &self.memory[device]
     }
 
+    /// Free and total bytes of `device`: the plugin's limit when it reports one, else (the
+    /// CPU plugin, whose device memory is the host's) the host's available and total memory.
+    pub fn memory_info(&self, device: usize) -> Result<(u64, u64)> {
+        if let Some(s) = self.client.device_memory_stats(device) {
+            if let Some(limit) = s.bytes_limit.filter(|&l| l > 0) {
+                return Ok(((limit - s.bytes_in_use).max(0) as u64, limit as u64));
+            }
+        }
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let field = |name: &str| -> Option<u64> {
+            let line = meminfo.lines().find(|l| l.starts_with(name))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        };
+        match (field("MemAvailable:"), field("MemTotal:")) {
+            (Some(free), Some(total)) => Ok((free, total)),
+            _ => invalid(
+                ErrorKind::Runtime,
+                format!("the memory of tpu:{device} is unknown (the plugin reports no limit)"),
+            ),
+        }
+    }
+
     /// Every counter.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.metrics
-            .snapshot(self.memory.iter().map(|m| m.allocated()).collect())
+        self.metrics.snapshot()
     }
 
     /// Zeroes the counters (not memory statistics).

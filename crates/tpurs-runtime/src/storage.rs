@@ -10,32 +10,102 @@ use std::sync::{Arc, Mutex};
 use tpurs_hlo::DType;
 use tpurs_pjrt::Buffer;
 
-/// Bytes held by the live storages of one device, and their peak.
+/// One statistic as torch's allocators report it: what is held now, the most held at once,
+/// and the totals allocated and freed (since creation or the last reset).
+#[derive(Debug, Default)]
+struct Stat {
+    current: AtomicU64,
+    peak: AtomicU64,
+    allocated: AtomicU64,
+    freed: AtomicU64,
+}
+
+impl Stat {
+    fn increase(&self, n: u64) {
+        let now = self.current.fetch_add(n, Relaxed) + n;
+        self.peak.fetch_max(now, Relaxed);
+        self.allocated.fetch_add(n, Relaxed);
+    }
+
+    fn decrease(&self, n: u64) {
+        self.current.fetch_sub(n, Relaxed);
+        self.freed.fetch_add(n, Relaxed);
+    }
+
+    fn read(&self) -> StatValues {
+        StatValues {
+            current: self.current.load(Relaxed),
+            peak: self.peak.load(Relaxed),
+            allocated: self.allocated.load(Relaxed),
+            freed: self.freed.load(Relaxed),
+        }
+    }
+}
+
+/// A read of one [`DeviceMemory`] statistic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatValues {
+    /// Held now.
+    pub current: u64,
+    /// Most held at once.
+    pub peak: u64,
+    /// Total allocated.
+    pub allocated: u64,
+    /// Total freed.
+    pub freed: u64,
+}
+
+/// The live storages of one device: their bytes and their number.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
-    allocated: AtomicU64,
-    peak: AtomicU64,
+    bytes: Stat,
+    count: Stat,
 }
 
 impl DeviceMemory {
     fn add(&self, nbytes: usize) {
-        let now = self.allocated.fetch_add(nbytes as u64, Relaxed) + nbytes as u64;
-        self.peak.fetch_max(now, Relaxed);
+        self.bytes.increase(nbytes as u64);
+        self.count.increase(1);
+    }
+
+    fn remove(&self, nbytes: usize) {
+        self.bytes.decrease(nbytes as u64);
+        self.count.decrease(1);
     }
 
     /// Bytes held now.
     pub fn allocated(&self) -> u64 {
-        self.allocated.load(Relaxed)
+        self.bytes.current.load(Relaxed)
     }
 
     /// Most bytes held at once since creation or the last [`DeviceMemory::reset_peak`].
     pub fn peak(&self) -> u64 {
-        self.peak.load(Relaxed)
+        self.bytes.peak.load(Relaxed)
     }
 
-    /// Sets the peak to what is held now.
+    /// Byte statistics.
+    pub fn bytes(&self) -> StatValues {
+        self.bytes.read()
+    }
+
+    /// Storage-count statistics.
+    pub fn count(&self) -> StatValues {
+        self.count.read()
+    }
+
+    /// Sets the peaks to what is held now.
     pub fn reset_peak(&self) {
-        self.peak.store(self.allocated(), Relaxed);
+        for s in [&self.bytes, &self.count] {
+            s.peak.store(s.current.load(Relaxed), Relaxed);
+        }
+    }
+
+    /// Zeroes the totals allocated and freed.
+    pub fn reset_accumulated(&self) {
+        for s in [&self.bytes, &self.count] {
+            s.allocated.store(0, Relaxed);
+            s.freed.store(0, Relaxed);
+        }
     }
 }
 
@@ -114,6 +184,6 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        self.memory.allocated.fetch_sub(self.nbytes as u64, Relaxed);
+        self.memory.remove(self.nbytes);
     }
 }

@@ -109,14 +109,19 @@ fn two_runtimes_keep_their_own_state() {
     assert_eq!(m2.op_launches, 1, "one fused program for two adds");
     assert_eq!(m1.bytes_to_device, 24);
     assert_eq!(m2.bytes_to_device, 16);
-    assert_eq!(m1.memory_allocated, [24]);
-    assert_eq!(m2.memory_allocated, [0, 16]);
+    assert_eq!(one.memory(0).allocated(), 24);
+    assert_eq!(two.memory(0).allocated(), 0);
+    assert_eq!(two.memory(1).allocated(), 16);
+    assert_eq!(two.memory(1).count().current, 2);
     assert_eq!((one.cache_len(), two.cache_len()), (1, 2));
 
     drop((a, b, c, d));
     assert_eq!(one.memory(0).allocated(), 0);
     assert_eq!(two.memory(1).allocated(), 0);
     assert_eq!(two.memory(1).peak(), 16);
+    assert_eq!(two.memory(1).bytes().freed, 16);
+    two.memory(1).reset_accumulated();
+    assert_eq!(two.memory(1).bytes().allocated, 0);
     one.reset_metrics();
     assert_eq!(one.metrics().op_launches, 0);
     assert_eq!(two.metrics().op_launches, 1);

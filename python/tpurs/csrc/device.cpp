@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
@@ -85,7 +86,19 @@ void free_storage(void* p) {
   if (g_api) g_api->storage_free(p);
 }
 
-struct TpuAllocator final : c10::Allocator {
+// Fills one torch statistic from the runtime's [current, peak, allocated, freed].
+void fill(c10::CachingDeviceAllocator::StatArray& stat, const int64_t (&v)[4]) {
+  auto& s = stat[static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE)];
+  s.current = v[0];
+  s.peak = v[1];
+  s.allocated = v[2];
+  s.freed = v[3];
+}
+
+// torch's device-allocator interface (torch.accelerator.memory_*, torch.tpu.memory_*). Every
+// storage is its own PJRT buffer and nothing is cached, so reserved, active and requested
+// memory all equal allocated memory, and each storage is one segment.
+struct TpuAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     TORCH_CHECK(g_api, "tpurs runtime not initialised");
     auto device = current_device;
@@ -96,6 +109,31 @@ struct TpuAllocator final : c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &free_storage; }
   void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {
     TORCH_CHECK(false, "tpu storages cannot be copied as raw memory; use Tensor.copy_");
+  }
+  bool initialized() override { return g_api != nullptr; }
+  // Nothing is cached: freed storages return their buffers to the plugin at once.
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}
+  // Launches on a device run in order and buffers are reference-counted by the plugin, so a
+  // storage used on another stream needs no extra tracking.
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    TpursMemoryStats m{};
+    check(g_api->memory_stats(g_rt, device, &m));
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    for (auto* s : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes, &stats.requested_bytes}) {
+      fill(*s, m.bytes);
+    }
+    for (auto* s : {&stats.allocation, &stats.segment, &stats.active}) fill(*s, m.count);
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    check(g_api->memory_reset(g_rt, device, TPURS_RESET_ACCUMULATED));
+  }
+  void resetPeakStats(c10::DeviceIndex device) override { check(g_api->memory_reset(g_rt, device, TPURS_RESET_PEAK)); }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    uint64_t free = 0, total = 0;
+    check(g_api->memory_info(g_rt, device, &free, &total));
+    return {static_cast<size_t>(free), static_cast<size_t>(total)};
   }
 };
 

@@ -79,6 +79,14 @@ typedef struct TpursOpResults {
   const TpursReplace* replaces;
 } TpursOpResults;
 
+// [current, peak, allocated, freed] of a device's live storages: bytes and count.
+typedef struct TpursMemoryStats {
+  int64_t bytes[4];
+  int64_t count[4];
+} TpursMemoryStats;
+
+enum TpursMemoryReset { TPURS_RESET_PEAK = 1, TPURS_RESET_ACCUMULATED = 2 };
+
 typedef struct TpursCoreApi {
   uint32_t version;
   uint32_t (*num_ops)(void);
@@ -97,4 +105,7 @@ typedef struct TpursCoreApi {
   int32_t (*device_count)(const TpursRuntime* rt);
   int32_t (*rng_get)(const TpursRuntime* rt, int32_t device, uint64_t* seed, uint64_t* offset);
   int32_t (*rng_set)(const TpursRuntime* rt, int32_t device, uint64_t seed, uint64_t offset);
+  int32_t (*memory_stats)(const TpursRuntime* rt, int32_t device, TpursMemoryStats* out);
+  int32_t (*memory_reset)(const TpursRuntime* rt, int32_t device, int32_t what);
+  int32_t (*memory_info)(const TpursRuntime* rt, int32_t device, uint64_t* free, uint64_t* total);
 } TpursCoreApi;

@@ -4,6 +4,8 @@ run through PJRT. `import torch` loads it (entry point `torch.backends`); so doe
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from . import _core
@@ -19,3 +21,8 @@ def platform() -> str:
 
 autoload()  # a no-op when torch's entry point already ran it
 device_module = torch.tpu
+
+if os.environ.get("TPURS_DEBUG_COMPARE"):
+    from .debug import _check_whole_script
+
+    _check_whole_script()

@@ -225,9 +225,10 @@ def reset_metrics() -> None:
 
 
 def __getattr__(name: str):
-    # `torch.tpu.distributed` imports torch.distributed, so only on first use.
-    if name == "distributed":
+    # `torch.tpu.distributed` imports torch.distributed (and `debug` the dispatch-mode
+    # machinery), so only on first use.
+    if name in ("distributed", "debug"):
         import importlib
 
-        return importlib.import_module("tpurs.distributed")
+        return importlib.import_module(f"tpurs.{name}")
     raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")

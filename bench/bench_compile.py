@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 
@@ -28,14 +26,7 @@ from resnet import ResNet18  # noqa: E402
 
 
 def median_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return torch.tpu.benchmark(fn, warmup=warmup, repeats=repeats).median
 
 
 def mingpt_step(device: str, compiled: bool):

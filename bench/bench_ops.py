@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import torch
 
@@ -33,17 +31,9 @@ def chain_mm(a: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
     return a
 
 
-def timed(fn, sync, repeats: int) -> float:
+def timed(fn, device: str, repeats: int) -> float:
     """Median seconds of `fn` over `repeats` runs, after one warm-up run."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return torch.tpu.benchmark(fn, device=device, repeats=repeats).median
 
 
 def bench() -> list[tuple[str, float, float]]:
@@ -51,10 +41,8 @@ def bench() -> list[tuple[str, float, float]]:
     n_add = 10_000
     cpu_x = torch.zeros(4, 4)
     tpu_x = cpu_x.to("tpu")
-    nosync = lambda: None  # noqa: E731
-    tpu_sync = torch.tpu.synchronize
-    t_cpu = timed(lambda: chain_add(cpu_x, n_add), nosync, 5)
-    t_tpu = timed(lambda: chain_add(tpu_x, n_add).cpu(), tpu_sync, 5)
+    t_cpu = timed(lambda: chain_add(cpu_x, n_add), "cpu", 5)
+    t_tpu = timed(lambda: chain_add(tpu_x, n_add).cpu(), "tpu", 5)
     rows.append(("4x4 add, 10,000 dependent ops (us/op)", t_cpu / n_add * 1e6, t_tpu / n_add * 1e6))
 
     n_mm = 50
@@ -62,8 +50,8 @@ def bench() -> list[tuple[str, float, float]]:
     # underflow to denormals, which slow CPU PyTorch down and make the ratio meaningless.
     a, (b, _) = torch.randn(256, 256), torch.linalg.qr(torch.randn(256, 256))
     ta, tb = a.to("tpu"), b.to("tpu")
-    t_cpu = timed(lambda: chain_mm(a, b, n_mm), nosync, 5)
-    t_tpu = timed(lambda: chain_mm(ta, tb, n_mm).cpu(), tpu_sync, 5)
+    t_cpu = timed(lambda: chain_mm(a, b, n_mm), "cpu", 5)
+    t_tpu = timed(lambda: chain_mm(ta, tb, n_mm).cpu(), "tpu", 5)
     rows.append(("256x256 mm (us/op)", t_cpu / n_mm * 1e6, t_tpu / n_mm * 1e6))
     rows.append(("minGPT training step, batch 8 (ms/step)", *mingpt_step_ms()))
     return rows
@@ -79,7 +67,7 @@ def mingpt_step_ms() -> tuple[float, float]:
     gen = torch.Generator().manual_seed(0)
     x, y = data.batch(8, gen)
     result = []
-    for device, sync in (("cpu", lambda: None), ("tpu", torch.tpu.synchronize)):
+    for device in ("cpu", "tpu"):
         model = GPT(cfg)
         model.load_state_dict(base.state_dict())
         model.to(device)
@@ -95,7 +83,7 @@ def mingpt_step_ms() -> tuple[float, float]:
 
         step()
         step()
-        result.append(timed(lambda: step().item(), sync, 5) * 1e3)
+        result.append(timed(lambda: step().item(), device, 5) * 1e3)
     return result[0], result[1]
 
 

@@ -22,6 +22,15 @@ def test_import_torch_alone_registers_the_device():
     assert "tpu:0 True" in r.stdout
 
 
+def test_the_bridge_build_says_one_line_once(tmp_path):
+    code = "import torch; print((torch.ones(2, device='tpu') * 3).sum().item())"
+    first = run_python(code, TPURS_BRIDGE_CACHE=str(tmp_path))
+    assert first.returncode == 0 and first.stdout.strip() == "6.0", first.stderr
+    assert first.stderr.count("\n") == 1 and first.stderr.startswith("tpurs: building the C++ bridge for torch")
+    again = run_python(code, TPURS_BRIDGE_CACHE=str(tmp_path))
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+
+
 def test_plugin_logs_are_off_unless_asked_for():
     code = "import torch; print((torch.ones(2, device='tpu') + 1).sum().item())"
     quiet = run_python(code)

@@ -47,6 +47,12 @@ def bridge_path() -> Path:
     with open(out_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not lib.exists():
+            print(
+                f"tpurs: building the C++ bridge for torch {torch.__version__} (first import with this torch "
+                f"or tpurs version; about a minute, once) into {out_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
             _compile(lib)
     return lib
 

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from . import _core, memory  # noqa: F401 (torch.tpu.memory)
+from .benchmark import Timing, benchmark  # noqa: F401 (torch.tpu names)
 from .memory import (  # noqa: F401 (torch.tpu names)
     empty_cache,
     max_memory_allocated,
@@ -26,6 +27,8 @@ from .streams import Event, Stream, current_stream, default_stream, stream  # no
 
 __all__ = [
     "EagerMode",
+    "Timing",
+    "benchmark",
     "eager_mode",
     "set_eager_mode",
     "current_device",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "native.cpp")
+_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "native.cpp", "profiler.cpp")
 _HEADERS = ("bridge.h", "tpurs_core_api.h")
 
 
@@ -70,6 +70,7 @@ def _compile(lib: Path) -> None:
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         f"-I{torch_dir / 'include'}",
         f"-I{torch_dir / 'include' / 'torch' / 'csrc' / 'api' / 'include'}",
+        f"-I{torch_dir / 'include' / 'kineto'}",
         *[str(_csrc() / s) for s in _SOURCES],
         f"-L{torch_dir / 'lib'}",
         "-lc10",

@@ -160,6 +160,28 @@ pub struct TpursMemoryStats {
     pub count: [i64; 4],
 }
 
+/// One profiled span as the bridge reads it (strings valid during the callback only).
+#[repr(C)]
+pub struct TpursSpan {
+    /// [`crate::SpanKind`] as an integer: 0 program, 1 compile, 2 copy.
+    pub kind: i32,
+    /// Device ordinal.
+    pub device: i32,
+    /// Bytes moved by a copy.
+    pub bytes: i64,
+    /// Start, nanoseconds since the Unix epoch.
+    pub start_ns: i64,
+    /// End, nanoseconds since the Unix epoch.
+    pub end_ns: i64,
+    /// Name (NUL-terminated).
+    pub name: *const c_char,
+    /// Details (NUL-terminated).
+    pub detail: *const c_char,
+}
+
+/// Receives one span of `profile_drain`.
+pub type SpanCallback = extern "C" fn(user: *mut c_void, span: *const TpursSpan);
+
 /// `memory_reset` targets.
 pub mod reset {
     /// Peaks to the current values.
@@ -247,6 +269,11 @@ pub struct TpursCoreApi {
     /// Free and total bytes of a device; returns 0 or a kind.
     pub memory_info:
         extern "C" fn(rt: *const c_void, device: i32, free: *mut u64, total: *mut u64) -> i32,
+    /// Starts (1) or stops (0) recording profile spans; returns 0 or a kind.
+    pub profile_record: extern "C" fn(rt: *const c_void, on: i32) -> i32,
+    /// Hands every recorded span to `callback` (and forgets them); returns 0 or a kind.
+    pub profile_drain:
+        extern "C" fn(rt: *const c_void, callback: SpanCallback, user: *mut c_void) -> i32,
 }
 
 thread_local! {
@@ -695,6 +722,41 @@ extern "C" fn memory_info(rt: *const c_void, device: i32, free: *mut u64, total:
     })
 }
 
+extern "C" fn profile_record(rt: *const c_void, on: i32) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        if on != 0 {
+            rt.profile_start();
+        } else {
+            rt.profile_stop();
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn profile_drain(rt: *const c_void, callback: SpanCallback, user: *mut c_void) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        for span in rt.profile_take() {
+            let text = |s: &str| std::ffi::CString::new(s.replace('\0', " ")).unwrap_or_default();
+            let (name, detail) = (text(&span.name), text(&span.detail));
+            let c = TpursSpan {
+                kind: span.kind as i32,
+                device: span.device as i32,
+                bytes: span.bytes as i64,
+                start_ns: span.start_ns,
+                end_ns: span.end_ns,
+                name: name.as_ptr(),
+                detail: detail.as_ptr(),
+            };
+            callback(user, &c);
+        }
+        Ok(())
+    })
+}
+
 /// The table handed to the bridge.
 pub static CORE_API: TpursCoreApi = TpursCoreApi {
     version: API_VERSION,
@@ -714,4 +776,6 @@ pub static CORE_API: TpursCoreApi = TpursCoreApi {
     memory_stats,
     memory_reset,
     memory_info,
+    profile_record,
+    profile_drain,
 };

@@ -16,6 +16,7 @@ use tpurs_ops::{Lowered, OpCall};
 use tpurs_pjrt::{CompileOptions, LoadedExecutable};
 
 use crate::metrics::bump;
+use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::Result;
 
@@ -46,8 +47,12 @@ impl Plan {
 /// compiles and compile time) and stored there.
 pub fn compile(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
     let options = CompileOptions::default();
-    rt.programs
+    let wall = now_ns();
+    let mut compiled = false;
+    let exe = rt
+        .programs
         .get_or_compile(&rt.client, &rt.metrics, mlir, &options, || {
+            compiled = true;
             let start = Instant::now();
             let exe = rt.client.compile(mlir, &options);
             bump(&rt.metrics.compile_ns, start.elapsed().as_nanos() as u64);
@@ -58,7 +63,18 @@ pub fn compile(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
             })?;
             bump(&rt.metrics.compiles, 1);
             Ok(exe)
-        })
+        });
+    if rt.profile.on() {
+        let name = if compiled {
+            "compile"
+        } else {
+            "load compiled program"
+        };
+        let detail = format!("{} bytes of StableHLO", mlir.len());
+        rt.profile
+            .record(SpanKind::Compile, name.into(), detail, 0, 0, wall);
+    }
+    exe
 }
 
 /// A fused program (its outputs are the batch's live nodes, in node order).

@@ -43,6 +43,18 @@ pub enum Collective {
     AllToAll,
 }
 
+impl Collective {
+    /// The torch.distributed name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::AllReduce(_) => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::ReduceScatter(_) => "reduce_scatter",
+            Collective::AllToAll => "all_to_all",
+        }
+    }
+}
+
 /// Compiled collective programs, by module text and device list.
 pub(crate) type CollectiveCache = FxHashMap<(String, Vec<usize>), Arc<LoadedExecutable>>;
 
@@ -83,8 +95,16 @@ pub fn run(
     }
     let exe = executable(rt, &module(op, dtype, numel, n), &devices)?;
     let args: Vec<Vec<&tpurs_pjrt::Buffer>> = flats.iter().map(|f| vec![&*f.buffer]).collect();
+    let start = rt.profile.on().then(crate::profile::now_ns);
     let results = exe.execute_replicated(&args, &devices)?;
     bump(&rt.metrics.op_launches, 1);
+    if let Some(start) = start {
+        for (bufs, &d) in results.iter().zip(&devices) {
+            let detail = format!("{n} devices, {numel} elements of {dtype:?}");
+            rt.profile
+                .record_program(op.name().into(), detail, d, start, bufs)?;
+        }
+    }
     bump(&rt.metrics.collectives, 1);
     for ((out, mut bufs), &d) in outputs.iter().zip(results).zip(&devices) {
         let buffer = Arc::new(bufs.remove(0));

@@ -20,6 +20,7 @@ use tpurs_pjrt::Buffer;
 use crate::cache::{get_or_compile_fused, Plan};
 use crate::error::Result;
 use crate::metrics::bump;
+use crate::profile::now_ns;
 use crate::runtime::Runtime;
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::dtype_of_element;
@@ -57,6 +58,16 @@ impl Batch {
             key: Vec::new(),
             nodes: Vec::new(),
         }
+    }
+
+    /// A profile name for the batch's program and the ops it fused.
+    fn describe(&self) -> (String, String) {
+        let names: Vec<&str> = self
+            .ops
+            .iter()
+            .map(|(plan, _)| tpurs_ops::op_entry(plan.call.op).name)
+            .collect();
+        (format!("fused {} ops", names.len()), names.join(", "))
     }
 
     /// Number of recorded ops.
@@ -151,7 +162,13 @@ impl Batch {
         key.extend(live.iter().map(|(n, _)| *n as u64));
         let result = get_or_compile_fused(rt, &key, || build(&batch, &live)).and_then(|f| {
             let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
-            Ok(f.exe.execute(&args, device)?)
+            let start = rt.profile.on().then(now_ns);
+            let outs = f.exe.execute(&args, device)?;
+            if let Some(start) = start {
+                let (name, ops) = batch.describe();
+                rt.profile.record_program(name, ops, device, start, &outs)?;
+            }
+            Ok(outs)
         });
         let outs = match result {
             Ok(outs) => outs,

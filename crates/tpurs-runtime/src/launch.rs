@@ -19,6 +19,7 @@ use crate::cache::{get_or_lower, Plan};
 use crate::defer::{Batch, Binding};
 use crate::error::{invalid, ErrorKind, Result};
 use crate::metrics::bump;
+use crate::profile::now_ns;
 use crate::runtime::{EagerMode, Runtime};
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::{element_type, zeros};
@@ -395,10 +396,17 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
     drop(batch);
     let params = gather_params(rt, s, call, &plan, dev)?;
     let refs: Vec<&Buffer> = params.iter().map(|b| b.as_ref()).collect();
-    let outs = plan.executable(rt)?.execute(&refs, dev)?;
+    let exe = plan.executable(rt)?;
+    let start = rt.profile.on().then(now_ns);
+    let outs = exe.execute(&refs, dev)?;
     drop(refs);
     drop(params);
     bump(&rt.metrics.op_launches, 1);
+    if let Some(start) = start {
+        let name = tpurs_ops::op_entry(call.op).name.to_string();
+        rt.profile
+            .record_program(name, String::new(), dev, start, &outs)?;
+    }
     if mode == EagerMode::LaunchBlocking {
         for b in &outs {
             b.block_until_ready()?;

@@ -12,6 +12,7 @@ mod defer;
 mod error;
 mod launch;
 mod metrics;
+mod profile;
 mod programs;
 mod runtime;
 mod storage;
@@ -19,6 +20,7 @@ mod transfer;
 
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::MetricsSnapshot;
+pub use profile::{Span, SpanKind};
 pub use runtime::{EagerMode, RngState, Runtime};
 pub use storage::{DeviceMemory, StatValues, Storage};
 

@@ -12,6 +12,7 @@ use crate::collectives::CollectiveCache;
 use crate::defer::Batch;
 use crate::error::{invalid, ErrorKind, Result};
 use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::profile::{Recorder, Span};
 use crate::programs::ProgramStore;
 use crate::storage::{DeviceMemory, Storage};
 
@@ -59,6 +60,7 @@ pub struct Runtime {
     pub(crate) programs: ProgramStore,
     /// Compiled collectives.
     pub(crate) collectives: Mutex<CollectiveCache>,
+    pub(crate) profile: Recorder,
 }
 
 impl Runtime {
@@ -105,6 +107,7 @@ impl Runtime {
                 .collect(),
             programs: ProgramStore::from_env(&client, plugin_path),
             collectives: Mutex::default(),
+            profile: Recorder::default(),
             client,
         })
     }
@@ -181,6 +184,22 @@ impl Runtime {
     /// Counts one CPU fallback of `op`; returns the new count for that op.
     pub fn record_fallback(&self, op: &str) -> u64 {
         self.metrics.record_fallback(op)
+    }
+
+    /// Starts recording spans (launches, compiles, copies); each launch is awaited while
+    /// recording so that its span covers the execution.
+    pub fn profile_start(&self) {
+        self.profile.start();
+    }
+
+    /// Stops recording spans.
+    pub fn profile_stop(&self) {
+        self.profile.stop();
+    }
+
+    /// The spans recorded since [`Runtime::profile_start`], removed.
+    pub fn profile_take(&self) -> Vec<Span> {
+        self.profile.take()
     }
 
     /// Number of op plans and fused programs in the in-memory compile cache.

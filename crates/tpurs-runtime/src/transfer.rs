@@ -9,6 +9,7 @@ use crate::abi::{CArg, StorageRef, TensorRef, TpursWrite};
 use crate::error::{invalid, ErrorKind, Result};
 use crate::launch::{dtype_of, run, CallDesc};
 use crate::metrics::bump;
+use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::storage::Flat;
 
@@ -180,6 +181,17 @@ fn read_flat(rt: &Runtime, src: &View) -> Result<Flat> {
         .ok_or_else(|| crate::Error::Invalid(ErrorKind::Runtime, "copy produced no buffer".into()))
 }
 
+fn record_copy(rt: &Runtime, name: &str, device: usize, bytes: usize, start: i64) {
+    rt.profile.record(
+        SpanKind::Copy,
+        name.into(),
+        String::new(),
+        device,
+        bytes as u64,
+        start,
+    );
+}
+
 /// Copies `bytes` (dense, host) into the tensor `dst`.
 pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Result<()> {
     let dst = View::new(dst)?;
@@ -194,10 +206,15 @@ pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Res
         );
     }
     let numel = dst.numel();
+    let start = rt.profile.on().then(now_ns);
     let buffer =
         rt.client
             .buffer_from_host(bytes, element_type(dst.dtype), &[numel], dst.device())?;
     bump(&rt.metrics.h2d_bytes, bytes.len() as u64);
+    if let Some(start) = start {
+        buffer.block_until_ready()?;
+        record_copy(rt, "copy host to device", dst.device(), bytes.len(), start);
+    }
     write_flat(
         rt,
         &dst,
@@ -227,9 +244,13 @@ pub(crate) fn copy_to_host(rt: &Runtime, src: &TensorRef, out: &mut [u8]) -> Res
     }
     // A read ends the batch, so batches line up with the program's own sync points.
     rt.batch(src.device()).flush(rt, src.device())?;
+    let start = rt.profile.on().then(now_ns);
     let flat = read_flat(rt, &src)?;
     flat.buffer.to_host(out)?;
     bump(&rt.metrics.d2h_bytes, out.len() as u64);
+    if let Some(start) = start {
+        record_copy(rt, "copy device to host", src.device(), out.len(), start);
+    }
     Ok(())
 }
 
@@ -246,8 +267,13 @@ pub(crate) fn copy_between(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Re
         );
     }
     let flat = read_flat(rt, &s)?;
+    let start = rt.profile.on().then(now_ns);
     let moved = flat.buffer.copy_to_device(d.device())?;
     bump(&rt.metrics.d2d_bytes, d.nbytes() as u64);
+    if let Some(start) = start {
+        moved.block_until_ready()?;
+        record_copy(rt, "copy device to device", d.device(), d.nbytes(), start);
+    }
     write_flat(
         rt,
         &d,

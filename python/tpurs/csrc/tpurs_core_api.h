@@ -85,6 +85,18 @@ typedef struct TpursMemoryStats {
   int64_t count[4];
 } TpursMemoryStats;
 
+// One profiled span (strings valid during the drain callback only). kind: 0 a program ran,
+// 1 a compile, 2 a copy (bytes set).
+typedef struct TpursSpan {
+  int32_t kind;
+  int32_t device;
+  int64_t bytes;
+  int64_t start_ns;
+  int64_t end_ns;
+  const char* name;
+  const char* detail;
+} TpursSpan;
+
 enum TpursMemoryReset { TPURS_RESET_PEAK = 1, TPURS_RESET_ACCUMULATED = 2 };
 
 typedef struct TpursCoreApi {
@@ -108,4 +120,6 @@ typedef struct TpursCoreApi {
   int32_t (*memory_stats)(const TpursRuntime* rt, int32_t device, TpursMemoryStats* out);
   int32_t (*memory_reset)(const TpursRuntime* rt, int32_t device, int32_t what);
   int32_t (*memory_info)(const TpursRuntime* rt, int32_t device, uint64_t* free, uint64_t* total);
+  int32_t (*profile_record)(const TpursRuntime* rt, int32_t on);
+  int32_t (*profile_drain)(const TpursRuntime* rt, void (*callback)(void* user, const TpursSpan* span), void* user);
 } TpursCoreApi;

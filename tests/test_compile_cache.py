@@ -97,3 +97,46 @@ def test_concurrent_writers_leave_a_valid_cache(tmp_path):
     assert third["metrics"]["compiles"] == 0
     assert third["metrics"]["cache_rejected"] == 0
     assert third["metrics"]["tier2_hits"] == len(entries(tier2)) > 0
+
+
+MANY = r"""
+import json, os, torch
+torch.tpu.set_eager_mode("DEFER_NEVER")
+first = int(os.environ["FIRST_N"])
+for n in range(first, 9):
+    (torch.arange(n, device="tpu", dtype=torch.float32) * 2).sum().item()
+m = torch.tpu.metrics()
+print(json.dumps({"compiles": m["compiles"], "tier3_hits": m["tier3_hits"]}))
+"""
+
+
+def run_many(tier3, first_n, max_bytes=None):
+    env = dict(os.environ, TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT=str(tier3), FIRST_N=str(first_n))
+    env.pop("TORCH_TPU_TIER2_COMPILATION_CACHE", None)
+    if max_bytes is not None:
+        env["TPURS_COMPILATION_CACHE_MAX_BYTES"] = str(max_bytes)
+    r = subprocess.run([sys.executable, "-c", MANY], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_the_cache_stays_within_its_budget_dropping_the_least_recently_used(tmp_path):
+    unlimited = tmp_path / "unlimited"
+    run_many(unlimited, 3)
+    total = sum(p.stat().st_size for p in entries(unlimited))
+    assert len(entries(unlimited)) >= 10
+
+    budget = total // 2
+    limited = tmp_path / "limited"
+    stale = limited / "0123456789abcdef" / "old.bin"  # an entry of an older tpurs or plugin
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"x" * (budget // 2))
+    os.utime(stale, (1, 1))
+    run_many(limited, 3, max_bytes=budget)
+    assert not stale.exists(), "stale fingerprints go first"
+    assert sum(p.stat().st_size for p in entries(limited)) <= budget
+    assert 0 < len(entries(limited)) < len(entries(unlimited))
+    # The newest programs (the last shape's) survived: a process that needs only them
+    # loads everything from the cache.
+    again = run_many(limited, 8, max_bytes=budget)
+    assert again["compiles"] == 0 and again["tier3_hits"] > 0

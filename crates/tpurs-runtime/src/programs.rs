@@ -12,8 +12,10 @@
 //! bytes, checked before the plugin sees them; a corrupt or truncated entry is recompiled
 //! (one warning) and rewritten. Writes go to a temporary file renamed into place, and a
 //! lock on the key (striped over 256 lock files per directory) makes a second process wait
-//! for the first one's compile instead of compiling the same program again. Nothing is
-//! evicted yet: the directory grows with every new program.
+//! for the first one's compile instead of compiling the same program again. A tier holds at
+//! most `TPURS_COMPILATION_CACHE_MAX_BYTES` (2 GiB for tier 2, 10 GiB for tier 3): after a
+//! write that exceeds it, the least recently used entries (loads refresh an entry's time),
+//! stale fingerprints first, are deleted down to 90% of it.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -33,7 +35,11 @@ const HEADER: usize = MAGIC.len() + 32 + 8;
 struct Tier {
     /// 2 or 3.
     level: u8,
+    /// The tier's root; entries live in `root/<fingerprint>/`.
+    root: PathBuf,
     dir: PathBuf,
+    /// Bytes the root may hold; least recently used entries go first beyond it.
+    max_bytes: u64,
 }
 
 /// The on-disk tiers of the compile cache.
@@ -54,10 +60,7 @@ impl ProgramStore {
         let mut tiers = Vec::new();
         if let Some(dir) = std::env::var_os("TORCH_TPU_TIER2_COMPILATION_CACHE") {
             if !dir.is_empty() {
-                tiers.push(Tier {
-                    level: 2,
-                    dir: PathBuf::from(dir).join(&fingerprint),
-                });
+                tiers.push(Tier::new(2, PathBuf::from(dir), &fingerprint));
             }
         }
         let tier3 = match std::env::var_os("TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT") {
@@ -66,10 +69,7 @@ impl ProgramStore {
             None => default_root(),
         };
         if let Some(dir) = tier3 {
-            tiers.push(Tier {
-                level: 3,
-                dir: dir.join(&fingerprint),
-            });
+            tiers.push(Tier::new(3, dir, &fingerprint));
         }
         ProgramStore { tiers }
     }
@@ -121,6 +121,7 @@ impl ProgramStore {
             match tier.load(client, metrics, key) {
                 Lookup::Hit(exe) => {
                     bump(tier.hits(metrics), 1);
+                    tier.touch(key);
                     if let Ok(bytes) = read_entry(&tier.path(key)) {
                         self.tiers[..i].iter().for_each(|t| t.store(key, &bytes));
                     }
@@ -135,6 +136,22 @@ impl ProgramStore {
 }
 
 impl Tier {
+    /// Tier `level` under `root`: at most `TPURS_COMPILATION_CACHE_MAX_BYTES` (default 2 GiB
+    /// for tier 2, which usually lives in memory, and 10 GiB for tier 3).
+    fn new(level: u8, root: PathBuf, fingerprint: &str) -> Tier {
+        let default = if level == 2 { 2 << 30 } else { 10 << 30 };
+        let max_bytes = std::env::var("TPURS_COMPILATION_CACHE_MAX_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default);
+        Tier {
+            level,
+            dir: root.join(fingerprint),
+            root,
+            max_bytes,
+        }
+    }
+
     fn path(&self, key: &str) -> PathBuf {
         self.dir.join(format!("{key}.bin"))
     }
@@ -195,6 +212,48 @@ impl Tier {
         });
         if written.is_err() || fs::rename(&tmp, self.path(key)).is_err() {
             let _ = fs::remove_file(&tmp);
+            return;
+        }
+        self.evict(key);
+    }
+
+    /// Marks an entry used (eviction goes by modification time).
+    fn touch(&self, key: &str) {
+        if let Ok(f) = File::options().write(true).open(self.path(key)) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
+
+    /// Deletes least recently used entries (of every fingerprint, so stale versions go
+    /// first) until the root holds at most 90% of its budget; `keep` is never deleted.
+    fn evict(&self, keep: &str) {
+        let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|d| fs::read_dir(d.path()).ok())
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let meta = e.metadata().ok()?;
+                let is_entry = path.extension().is_some_and(|x| x == "bin");
+                Some((meta.modified().ok()?, meta.len(), path)).filter(|_| is_entry)
+            })
+            .collect();
+        let mut total: u64 = entries.iter().map(|e| e.1).sum();
+        if total <= self.max_bytes {
+            return;
+        }
+        entries.sort();
+        let kept = self.path(keep);
+        for (_, len, path) in entries {
+            if total <= self.max_bytes / 10 * 9 {
+                break;
+            }
+            if path != kept && fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
         }
     }
 

@@ -31,7 +31,7 @@ fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
 }
 
 /// Zeroes the strict upper (`lower`) or lower triangle of the last two dims.
-fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value> {
+pub(super) fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value> {
     let ty = TensorType::new(DType::I64, x.shape().to_vec());
     let r = x.rank();
     let row = b.iota(&ty, r - 2);

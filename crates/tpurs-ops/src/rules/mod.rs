@@ -11,6 +11,7 @@ use crate::table::Registry;
 mod activations;
 mod adaptive_pool;
 mod conv;
+mod decomp;
 mod elementwise;
 mod factory;
 mod foreach;
@@ -40,6 +41,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     random::register(reg);
     matmul::register(reg);
     linalg::register(reg);
+    decomp::register(reg);
     nn::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

@@ -12,7 +12,7 @@ use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// Checks a float batch of square matrices and returns its order.
-fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
+pub(super) fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
     let ty = ctx.ty(i)?;
     if !ty.dtype.is_float() {
         return Err(Error::NotImplemented(format!(
@@ -47,7 +47,7 @@ pub(super) fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value>
 }
 
 /// Swaps the last two dims.
-fn transpose_last(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(super) fn transpose_last(b: &mut Builder, x: &Value) -> Result<Value> {
     let r = x.rank() as i64;
     let mut perm: Vec<i64> = (0..r).collect();
     perm.swap(r as usize - 1, r as usize - 2);
@@ -140,7 +140,7 @@ fn cholesky_ex(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Broadcasts the batch dims of `a` (`[.., n, n]`) and `x` (`[.., r, c]`) together.
-fn broadcast_batches(b: &mut Builder, a: &Value, x: &Value) -> Result<(Value, Value)> {
+pub(super) fn broadcast_batches(b: &mut Builder, a: &Value, x: &Value) -> Result<(Value, Value)> {
     let (ra, rx) = (a.rank(), x.rank());
     let batch = broadcast_shapes(&a.shape()[..ra - 2], &x.shape()[..rx - 2])?;
     let with = |v: &Value, b: &mut Builder| -> Result<Value> {
@@ -152,7 +152,7 @@ fn broadcast_batches(b: &mut Builder, a: &Value, x: &Value) -> Result<(Value, Va
 }
 
 /// Solves `op(A) X = B` (`left`) or `X op(A) = B` with `A` triangular.
-fn solve_triangular_of(
+pub(super) fn solve_triangular_of(
     b: &mut Builder,
     a: &Value,
     rhs: &Value,

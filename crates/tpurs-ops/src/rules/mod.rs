@@ -20,6 +20,7 @@ mod group_norm;
 mod index;
 mod index_reduce;
 mod linalg;
+mod lu;
 mod matmul;
 mod nn;
 mod pad;
@@ -42,6 +43,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     matmul::register(reg);
     linalg::register(reg);
     decomp::register(reg);
+    lu::register(reg);
     nn::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

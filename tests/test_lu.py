@@ -1,0 +1,75 @@
+"""LU with partial pivoting and what is built on it (lu_factor, lu_solve, inv, solve, det,
+slogdet) against CPU PyTorch: the same LU and pivots as LAPACK, batched, float64, gradients,
+and singular matrices reported through `info` and LinAlgError as on the CPU."""
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+
+def well_conditioned(*shape, dtype=torch.float32):
+    a = torch.randn(*shape, dtype=dtype)
+    return a + shape[-1] * torch.eye(shape[-1], dtype=dtype) if shape[-1] == shape[-2] else a
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (3, 5, 5)])
+def test_lu_factor_matches_lapack(shape):
+    a = torch.randn(*shape)
+    with no_fallback():
+        check(lambda t: torch.linalg.lu_factor_ex(t), a, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve(left, adjoint):
+    a = well_conditioned(2, 5, 5)
+    lu, piv = torch.linalg.lu_factor(a)
+    rhs = torch.randn(2, 5, 3) if left else torch.randn(2, 3, 5)
+    with no_fallback():
+        x = torch.linalg.lu_solve(lu.to("tpu"), piv.to("tpu"), rhs.to("tpu"), left=left, adjoint=adjoint)
+    expected = torch.linalg.lu_solve(lu, piv, rhs, left=left, adjoint=adjoint)
+    torch.testing.assert_close(x.cpu(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_inv_solve_det_slogdet():
+    a = well_conditioned(3, 4, 4)
+    rhs = torch.randn(3, 4, 2)
+    with no_fallback():
+        check(torch.linalg.inv, a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.solve(t, rhs.to(t.device)), a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.solve(t, rhs[..., 0].to(t.device)), a, atol=1e-5, rtol=1e-5)  # vectors
+        check(lambda t: torch.linalg.solve(t, rhs.mT.to(t.device), left=False), a, atol=1e-5, rtol=1e-5)
+        check(torch.linalg.det, a, atol=1e-4, rtol=1e-5)
+        check(torch.linalg.slogdet, torch.randn(3, 4, 4), atol=1e-5, rtol=1e-5)
+        check(torch.linalg.det, torch.randn(5, 5, dtype=torch.float64), atol=1e-10, rtol=1e-10)
+
+
+def test_gradients():
+    with no_fallback():
+        for fn in (
+            lambda t: torch.linalg.det(t).sum(),
+            lambda t: torch.linalg.slogdet(t).logabsdet.sum(),
+            lambda t: torch.linalg.inv(t).sum(),
+            lambda t: torch.linalg.solve(t, torch.ones(4, 2, device=t.device)).sum(),
+        ):
+            check(fn, well_conditioned(4, 4).requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_singular_matrices_report_like_the_cpu():
+    sing = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    with no_fallback():
+        lu, piv, info = torch.linalg.lu_factor_ex(sing.to("tpu"))
+        assert info.item() == torch.linalg.lu_factor_ex(sing).info.item() != 0
+        torch.testing.assert_close(torch.linalg.det(sing.to("tpu")).cpu(), torch.linalg.det(sing), atol=1e-6, rtol=0)
+        assert torch.linalg.inv_ex(sing.to("tpu")).info.item() != 0
+    with pytest.raises(torch.linalg.LinAlgError, match="could not be completed"):
+        torch.linalg.inv(sing.to("tpu"))
+
+
+def test_errors_match_the_cpu():
+    with pytest.raises(RuntimeError, match="square matrices"):
+        torch.linalg.inv(torch.randn(3, 4, device="tpu"))
+    with pytest.raises(NotImplementedError):
+        torch.linalg.lu_factor(torch.randn(3, 3, device="tpu", dtype=torch.float16))
+    with pytest.raises(RuntimeError, match="without pivoting"):
+        torch.linalg.lu_factor(torch.randn(3, 3, device="tpu"), pivot=False)

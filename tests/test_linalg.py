@@ -67,3 +67,23 @@ def test_cholesky_solve_and_inverse_broadcast():
             check(lambda b, l: torch.cholesky_solve(b, l, upper=upper), rhs, f, atol=1e-4, rtol=1e-4)
             check(lambda l: torch.cholesky_inverse(l, upper=upper), f[0], atol=1e-4, rtol=1e-4)
         check(lambda t: torch.linalg.cholesky(t).sum(), a[1].clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_cross_broadcasts_along_any_dim():
+    with no_fallback():
+        check(lambda t: torch.linalg.cross(t, torch.ones(1, 3).to(t.device) * 2), torch.randn(4, 3))
+        check(lambda t: torch.cross(t, t.flip(0), dim=1), torch.randn(2, 3, 5))
+        check(lambda t: torch.linalg.cross(t, t.roll(1, 0)), torch.randint(-5, 5, (4, 3)))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(torch.randn(2, 4, device="tpu"), torch.randn(2, 4, device="tpu"))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.linalg.cross(torch.randn(2, 3, device="tpu"), torch.randn(2, 3, device="tpu"), dim=2)
+
+
+def test_equal_is_one_read():
+    a = torch.randn(5, device="tpu")
+    with no_fallback():
+        assert torch.equal(a, a.clone()) and torch.equal(a, a.double())
+        assert not torch.equal(a, a + 1) and not torch.equal(a, a[:4])
+        nan = torch.tensor([float("nan")], device="tpu")
+        assert not torch.equal(nan, nan)

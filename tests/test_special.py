@@ -55,3 +55,12 @@ def test_zeta_beyond_the_direct_terms_is_nan_not_wrong():
         ).cpu()
     assert torch.isnan(out[0])
     torch.testing.assert_close(out[1], torch.special.zeta(torch.tensor(2.0), torch.tensor(-30.5)), rtol=1e-4, atol=1e-4)
+
+
+def test_entr_and_xlog1py():
+    x = torch.tensor([-1.0, 0.0, 0.5, 2.0, float("nan"), float("inf")])
+    y = torch.tensor([float("nan"), 1.0, -0.5, 3.0, 0.0, -1.0])
+    with no_fallback():
+        check(torch.special.entr, x)
+        check(lambda a, b: torch.special.xlog1py(a, b), torch.tensor([0.0, 1.0, 2.0, 0.0, 3.0, 1.0]), y)
+        check(lambda a: torch.special.xlog1py(a, 2.0), x)

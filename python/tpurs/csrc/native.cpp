@@ -150,6 +150,16 @@ at::Tensor nonzero(const at::Tensor& self) {
   return at::nonzero_static(self, count, -1);
 }
 
+// torch.equal: same sizes and equal values (dtypes compare after promotion, NaN never
+// equals); the answer is a host bool, so this is one read.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+              self.device(), " and ", other.device(), "!");
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   auto shape = at::infer_size(self.sizes(), mask.sizes());
@@ -191,6 +201,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", &tpurs::local_scalar_dense);
   m.impl("nonzero", &tpurs::nonzero);
   m.impl("masked_select", &tpurs::masked_select);
+  m.impl("equal", &tpurs::equal);
   m.impl("view", &at::native::view);
   m.impl("as_strided", &at::native::as_strided_tensorimpl);
   m.impl("_reshape_alias", &at::native::_reshape_alias);

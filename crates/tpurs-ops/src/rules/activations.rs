@@ -344,11 +344,13 @@ fn float_pair(ctx: &mut Ctx) -> Result<(tpurs_hlo::DType, Value, Value)> {
     Ok((d, v[0].clone(), v[1].clone()))
 }
 
-/// `xlogy(self, other)`: 0 where `self == 0` (unless `other` is NaN), else `self * log(other)`.
+/// `xlogy(self, other)`: 0 where `self == 0` (unless `other` is NaN), else `self * log(other)`;
+/// `special_xlog1py` the same with `log1p(other)`.
 fn xlogy(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let log1p = ctx.name.starts_with("special_xlog1py");
     let (d, x, y) = float_pair(ctx)?;
     let b = &mut ctx.b;
-    let l = b.log(&y);
+    let l = if log1p { b.log1p(&y) } else { b.log(&y) };
     let p = b.mul(&x, &l)?;
     let x0 = cmp(b, CompareDir::Eq, &x, 0.0)?;
     let ynan = b.compare(CompareDir::Ne, &y, &y)?;
@@ -460,6 +462,12 @@ pub(crate) fn register(reg: &mut Registry) {
             "xlogy.OutScalar_Other",
             "xlogy_.Tensor",
             "xlogy_.Scalar_Other",
+            "special_xlog1py",
+            "special_xlog1py.self_scalar",
+            "special_xlog1py.other_scalar",
+            "special_xlog1py.out",
+            "special_xlog1py.self_scalar_out",
+            "special_xlog1py.other_scalar_out",
         ],
         xlogy,
     );

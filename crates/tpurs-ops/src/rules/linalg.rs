@@ -239,6 +239,55 @@ fn cholesky_inverse(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(solve_triangular_of(b, &l, &y, !upper, true, false, !upper)?)
 }
 
+/// `linalg_cross(self, other, dim=-1)`: the cross product of 3-vectors along `dim`, the
+/// other dims broadcast.
+fn cross(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (ta, tb) = (ctx.ty(0)?, ctx.ty(1)?);
+    if ta.rank() != tb.rank() {
+        return runtime("linalg.cross: inputs must have the same number of dimensions.");
+    }
+    if ta.dtype != tb.dtype {
+        return runtime(format!(
+            "expected scalar type {} but found {}",
+            torch_name(ta.dtype),
+            torch_name(tb.dtype)
+        ));
+    }
+    let rank = ta.rank() as i64;
+    let dim = ctx.int_or(2, -1)?;
+    if dim < -rank || dim >= rank {
+        return Err(Error::Index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -rank,
+            rank - 1
+        )));
+    }
+    let d = dim.rem_euclid(rank) as usize;
+    if ta.shape[d] != 3 || tb.shape[d] != 3 {
+        return runtime(format!(
+            "linalg.cross: inputs dimension {dim} must have length 3. Got {} and {}",
+            ta.shape[d], tb.shape[d]
+        ));
+    }
+    let v = super::operands(ctx, &[0, 1], ta.dtype)?;
+    let b = &mut ctx.b;
+    let mut parts = Vec::with_capacity(6);
+    for x in &v {
+        for i in 0..3 {
+            parts.push(b.slice_dim(x, d, i, i + 1, 1)?);
+        }
+    }
+    let (a, c) = (&parts[..3], &parts[3..]);
+    let mut out = Vec::with_capacity(3);
+    for (i, j) in [(1, 2), (2, 0), (0, 1)] {
+        let p = b.mul(&a[i], &c[j])?;
+        let q = b.mul(&a[j], &c[i])?;
+        out.push(b.sub(&p, &q)?);
+    }
+    let refs: Vec<&Value> = out.iter().collect();
+    one(b.concatenate(&refs, d)?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["linalg_cholesky_ex", "linalg_cholesky_ex.L"], cholesky_ex);
     reg.ops(
@@ -257,4 +306,5 @@ pub(crate) fn register(reg: &mut Registry) {
         &["cholesky_inverse", "cholesky_inverse.out"],
         cholesky_inverse,
     );
+    reg.ops(&["linalg_cross", "linalg_cross.out"], cross);
 }

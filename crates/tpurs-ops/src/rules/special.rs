@@ -279,7 +279,23 @@ fn special(ctx: &mut Ctx, f: fn(&mut Builder, &Value) -> Result<Value>) -> Resul
     one(ctx.b.convert(&y, d))
 }
 
+/// `special_entr(x)`: `-x ln x` for `x > 0`, 0 at 0, `-inf` below (NaN stays NaN).
+fn entr_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let l = b.log(x);
+    let p = b.mul(x, &l)?;
+    let v = b.neg(&p);
+    let zero = full(b, x, 0.0);
+    let is_zero = b.compare(CompareDir::Eq, x, &zero)?;
+    let negative = b.compare(CompareDir::Lt, x, &zero)?;
+    let v = b.select(&is_zero, &zero, &v)?;
+    let ninf = full(b, x, f64::NEG_INFINITY);
+    Ok(b.select(&negative, &ninf, &v)?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["special_entr", "special_entr.out"], |ctx| {
+        special(ctx, entr_of)
+    });
     reg.ops(&["lgamma", "lgamma_", "lgamma.out"], |ctx| {
         special(ctx, lgamma_of)
     });

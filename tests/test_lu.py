@@ -73,3 +73,13 @@ def test_errors_match_the_cpu():
         torch.linalg.lu_factor(torch.randn(3, 3, device="tpu", dtype=torch.float16))
     with pytest.raises(RuntimeError, match="without pivoting"):
         torch.linalg.lu_factor(torch.randn(3, 3, device="tpu"), pivot=False)
+
+
+def test_empty_matrices():
+    with no_fallback():
+        for shape in [(0, 0), (2, 0, 0), (0, 3, 3)]:
+            a = torch.randn(*shape)
+            check(torch.linalg.inv, a)
+            check(torch.linalg.det, a)
+            check(torch.linalg.lu_factor_ex, a)
+            check(lambda t: torch.linalg.solve(t, torch.ones(*shape[:-1], 2).to(t.device)), a)

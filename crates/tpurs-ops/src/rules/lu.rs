@@ -151,6 +151,10 @@ fn lu_factor(b: &mut Builder, a: &Value) -> Result<(Value, Value, Value)> {
     let zero_i = b.constant(Literal::Int(0), DType::I32);
     let pivots = b.broadcast_in_dim(&zero_i, &piv_shape, &[])?;
     let info = b.broadcast_in_dim(&zero_i, &batch, &[])?;
+    if k == 0 {
+        // Empty matrices: nothing to factor (and no column to slice).
+        return Ok((a.clone(), pivots, info));
+    }
     let j = index(b, 0);
     let mut err = None;
     let out = b.while_loop(
@@ -182,6 +186,9 @@ fn permutation(b: &mut Builder, pivots: &Value, m: i64) -> Result<Value> {
     shape.push(m);
     let ity = TensorType::new(DType::I64, shape);
     let perm = b.iota(&ity, r - 1);
+    if k == 0 || m == 0 {
+        return Ok(perm);
+    }
     let piv = b.convert(pivots, DType::I64);
     let i0 = index(b, 0);
     let mut err = None;
@@ -233,6 +240,9 @@ fn gather_rows(b: &mut Builder, x: &Value, perm: &Value) -> Result<Value> {
     let r = x.rank();
     let (m, c) = (x.shape()[r - 2], x.shape()[r - 1]);
     let batch: i64 = x.shape()[..r - 2].iter().product();
+    if batch * m * c == 0 {
+        return Ok(x.clone());
+    }
     // Flatten the batch: row `perm[i]` of batch `t` is row `t * m + perm[i]`.
     let flat = b.reshape(x, &[batch * m, c])?;
     let pty = TensorType::new(DType::I64, vec![batch, m]);

@@ -88,3 +88,15 @@ def test_rsub():
         check(lambda a, b: torch.rsub(a, b, alpha=2), x, y)
         check(lambda a: torch.rsub(a, 3.5), x)
         check(lambda a: 1 - a, torch.arange(5))
+
+
+def test_glu_and_prelu_with_gradients():
+    with no_fallback():
+        check(lambda t: torch.nn.functional.glu(t, dim=1), torch.randn(3, 6, 2))
+        check(lambda t: torch.nn.functional.glu(t).sum(), torch.randn(4, 8).requires_grad_(), grad=True)
+        prelu = torch.nn.PReLU(3)
+        prelu.weight.data = torch.tensor([0.1, -0.5, 2.0])
+        check(lambda t: prelu.to(t.device)(t), torch.randn(2, 3, 4))
+        check(lambda t: prelu.to(t.device)(t).square().sum(), torch.randn(2, 3, 4).requires_grad_(), grad=True)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        torch.nn.functional.glu(torch.randn(3, 5, device="tpu"))

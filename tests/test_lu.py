@@ -83,3 +83,14 @@ def test_empty_matrices():
             check(torch.linalg.det, a)
             check(torch.linalg.lu_factor_ex, a)
             check(lambda t: torch.linalg.solve(t, torch.ones(*shape[:-1], 2).to(t.device)), a)
+
+
+def test_lu_and_unpack():
+    with no_fallback():
+        for shape in [(4, 4), (5, 3), (3, 5), (2, 4, 4)]:
+            check(torch.linalg.lu, torch.randn(*shape), atol=1e-5, rtol=1e-5)
+        lu, piv = torch.linalg.lu_factor(torch.randn(2, 4, 4))
+        for data, pivots in [(True, True), (False, True), (True, False)]:
+            got = torch.lu_unpack(lu.to("tpu"), piv.to("tpu"), unpack_data=data, unpack_pivots=pivots)
+            for g, e in zip(got, torch.lu_unpack(lu, piv, unpack_data=data, unpack_pivots=pivots)):
+                torch.testing.assert_close(g.cpu(), e)

@@ -1,5 +1,6 @@
-//! LU with partial pivoting and what is built on it: `linalg_lu_factor_ex`,
-//! `linalg_lu_solve`, `linalg_inv_ex`, `_linalg_solve_ex`, `_linalg_det`, `_linalg_slogdet`.
+//! LU with partial pivoting and what is built on it: `linalg_lu_factor_ex`, `linalg_lu`,
+//! `lu_unpack`, `linalg_lu_solve`, `linalg_inv_ex`, `_linalg_solve_ex`, `_linalg_det`,
+//! `_linalg_slogdet`.
 //!
 //! The factorisation is LAPACK's unblocked `getf2` as one `stablehlo.while` over the
 //! columns: the pivot is the first largest magnitude at or below the diagonal, rows swap,
@@ -475,6 +476,74 @@ fn slogdet(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(vec![Some(sign), Some(logabs), Some(lu), Some(piv)])
 }
 
+/// `(P, L, U)` with `A = P L U` from `A`'s LU and pivots; `data` / `pivots` false leave
+/// `L, U` / `P` empty, as `lu_unpack` does.
+fn unpack(b: &mut Builder, lu: &Value, piv: &Value, data: bool, pivots: bool) -> Result<Vec<Out>> {
+    let r = lu.rank();
+    let (m, n) = (lu.shape()[r - 2], lu.shape()[r - 1]);
+    let k = m.min(n);
+    let empty = |b: &mut Builder| -> Result<Value> {
+        let zero = b.constant(Literal::Float(0.0), lu.dtype());
+        Ok(b.broadcast_in_dim(&zero, &[0], &[])?)
+    };
+    let p = if pivots {
+        // P[row, col] = 1 where perm[col] == row.
+        let perm = permutation(b, piv, m)?;
+        let mut shape = perm.shape().to_vec();
+        shape.insert(r - 2, m);
+        let ity = TensorType::new(DType::I64, shape);
+        let rows = b.iota(&ity, r - 2);
+        let perm_rows = along_rows(b, &perm, m)?;
+        let hit = b.compare(CompareDir::Eq, &perm_rows, &rows)?;
+        b.convert(&hit, lu.dtype())
+    } else {
+        empty(b)?
+    };
+    if !data {
+        return Ok(vec![Some(p), Some(empty(b)?), Some(empty(b)?)]);
+    }
+    let mut lim = lu.shape().to_vec();
+    lim[r - 1] = k;
+    let l = b.slice(lu, &vec![0; r], &lim, &vec![1; r])?;
+    let ity = TensorType::new(DType::I64, l.shape().to_vec());
+    let (row, col) = (b.iota(&ity, r - 2), b.iota(&ity, r - 1));
+    let strict = b.compare(CompareDir::Gt, &row, &col)?;
+    let diag = b.compare(CompareDir::Eq, &row, &col)?;
+    let zero = b.full_like(&l, Literal::Int(0));
+    let one = b.full_like(&l, Literal::Int(1));
+    let l = b.select(&strict, &l, &zero)?;
+    let l = b.select(&diag, &one, &l)?;
+    let mut lim = lu.shape().to_vec();
+    lim[r - 2] = k;
+    let u = b.slice(lu, &vec![0; r], &lim, &vec![1; r])?;
+    let ity = TensorType::new(DType::I64, u.shape().to_vec());
+    let (row, col) = (b.iota(&ity, r - 2), b.iota(&ity, r - 1));
+    let upper = b.compare(CompareDir::Le, &row, &col)?;
+    let zero = b.full_like(&u, Literal::Int(0));
+    let u = b.select(&upper, &u, &zero)?;
+    Ok(vec![Some(p), Some(l), Some(u)])
+}
+
+/// `linalg_lu(A, pivot=True)` -> `(P, L, U)`.
+fn linalg_lu(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    float_matrices(ctx, 0, "linalg.lu")?;
+    if !ctx.bool_or(1, true)? {
+        return runtime("linalg.lu: LU without pivoting is not implemented on the CPU");
+    }
+    let a = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let (lu, piv, _) = lu_factor(b, &a)?;
+    unpack(b, &lu, &piv, true, true)
+}
+
+/// `lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True)` -> `(P, L, U)`.
+fn lu_unpack(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    float_matrices(ctx, 0, "lu_unpack")?;
+    let (data, pivots) = (ctx.bool_or(2, true)?, ctx.bool_or(3, true)?);
+    let (lu, piv) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    unpack(&mut ctx.b, &lu, &piv, data, pivots)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["linalg_lu_factor_ex", "linalg_lu_factor_ex.out"],
@@ -485,4 +554,6 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["_linalg_solve_ex", "_linalg_solve_ex.result"], solve_ex);
     reg.ops(&["_linalg_det", "_linalg_det.result"], det);
     reg.ops(&["_linalg_slogdet", "_linalg_slogdet.sign"], slogdet);
+    reg.ops(&["linalg_lu", "linalg_lu.out"], linalg_lu);
+    reg.ops(&["lu_unpack", "lu_unpack.out"], lu_unpack);
 }

@@ -15,6 +15,7 @@ mod decomp;
 mod elementwise;
 mod factory;
 mod foreach;
+mod gated;
 mod graph_only;
 mod group_norm;
 mod index;
@@ -44,6 +45,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     linalg::register(reg);
     decomp::register(reg);
     lu::register(reg);
+    gated::register(reg);
     nn::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

@@ -1,6 +1,8 @@
-"""lgamma and digamma against CPU PyTorch: positive and negative arguments, the poles,
-infinities, integer inputs and gradients (digamma is lgamma's derivative)."""
+"""Special functions against CPU PyTorch: lgamma and digamma (positive and negative
+arguments, the poles, infinities, integer inputs, gradients), entr, xlog1py and the orthogonal
+polynomials (negative, fractional and large degrees, scalar arguments)."""
 
+import pytest
 import torch
 from helpers import check, no_fallback
 
@@ -64,3 +66,30 @@ def test_entr_and_xlog1py():
         check(torch.special.entr, x)
         check(lambda a, b: torch.special.xlog1py(a, b), torch.tensor([0.0, 1.0, 2.0, 0.0, 3.0, 1.0]), y)
         check(lambda a: torch.special.xlog1py(a, 2.0), x)
+
+
+POLYNOMIALS = [
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
+]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials(name):
+    fn = getattr(torch.special, name)
+    x = torch.cat([torch.linspace(-1.5, 1.5, 13), torch.tensor([-1.0, 1.0, 0.0])])
+    n = torch.tensor([-1.0, 0.0, 1.0, 2.0, 3.0, 4.5, 5.0, 7.0, 9.0, 12.0, 2.0, 3.0, 8.0, 11.0, 10.0, 6.0])
+    with no_fallback():
+        check(fn, x, n, atol=1e-3, rtol=1e-4)
+        check(lambda t: fn(t, 5), x.double(), atol=1e-8, rtol=1e-8)
+        check(lambda t: fn(0.25, t), n, atol=1e-4, rtol=1e-4)

@@ -25,6 +25,7 @@ mod lu;
 mod matmul;
 mod nn;
 mod pad;
+mod polynomials;
 mod random;
 mod reduce;
 mod running;
@@ -46,6 +47,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     decomp::register(reg);
     lu::register(reg);
     gated::register(reg);
+    polynomials::register(reg);
     nn::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

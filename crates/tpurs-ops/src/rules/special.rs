@@ -279,6 +279,77 @@ fn special(ctx: &mut Ctx, f: fn(&mut Builder, &Value) -> Result<Value>) -> Resul
     one(ctx.b.convert(&y, d))
 }
 
+/// `erfinv(x)`: Winitzki's closed-form estimate (about 2e-3 relative) refined by Newton steps
+/// on `erf` (quadratic convergence: three reach the working precision); `+-inf` at `+-1`,
+/// NaN outside `[-1, 1]`.
+fn erfinv_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    const A: f64 = 0.147;
+    let one_v = full(b, x, 1.0);
+    let xx = b.mul(x, x)?;
+    let w = b.sub(&one_v, &xx)?;
+    let ln = b.log(&w); // ln(1 - x^2)
+    let half = full(b, x, 0.5);
+    let t = b.mul(&ln, &half)?;
+    let c = full(b, x, 2.0 / (std::f64::consts::PI * A));
+    let t = b.add(&c, &t)?; // 2/(pi a) + ln/2
+    let t2 = b.mul(&t, &t)?;
+    let inv_a = full(b, x, 1.0 / A);
+    let l_a = b.mul(&ln, &inv_a)?;
+    let inner = b.sub(&t2, &l_a)?;
+    let inner = b.sqrt(&inner);
+    let inner = b.sub(&inner, &t)?;
+    let mag = b.sqrt(&inner);
+    let sign = b.sign(x);
+    let mut y = b.mul(&sign, &mag)?;
+    let two_over_sqrt_pi = full(b, x, std::f64::consts::FRAC_2_SQRT_PI);
+    for _ in 0..3 {
+        let e = super::elementwise::erf_of(b, &y)?;
+        let diff = b.sub(&e, x)?;
+        let yy = b.mul(&y, &y)?;
+        let nyy = b.neg(&yy);
+        let d = b.exp(&nyy);
+        let d = b.mul(&d, &two_over_sqrt_pi)?;
+        let step = b.div(&diff, &d)?;
+        let next = b.sub(&y, &step)?;
+        // Where the derivative underflows (|x| within rounding of 1) keep the estimate.
+        let finite = b.is_finite(&next);
+        y = b.select(&finite, &next, &y)?;
+    }
+    let a = b.abs(x);
+    let at_one = b.compare(CompareDir::Eq, &a, &one_v)?;
+    let inf = full(b, x, f64::INFINITY);
+    let signed_inf = b.mul(&sign, &inf)?;
+    let y = b.select(&at_one, &signed_inf, &y)?;
+    let outside = b.compare(CompareDir::Gt, &a, &one_v)?;
+    let nan = full(b, x, f64::NAN);
+    Ok(b.select(&outside, &nan, &y)?)
+}
+
+/// `special_ndtri(p)`: the standard normal quantile, `sqrt(2) erfinv(2p - 1)`.
+fn ndtri_of(b: &mut Builder, p: &Value) -> Result<Value> {
+    let two = full(b, p, 2.0);
+    let one_v = full(b, p, 1.0);
+    let t = b.mul(p, &two)?;
+    let t = b.sub(&t, &one_v)?;
+    let y = erfinv_of(b, &t)?;
+    let r2 = full(b, p, std::f64::consts::SQRT_2);
+    Ok(b.mul(&y, &r2)?)
+}
+
+/// `special_spherical_bessel_j0(x)`: `sin(x) / x`, 1 at 0, 0 at infinity.
+fn spherical_j0_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let s = b.sin(x);
+    let q = b.div(&s, x)?;
+    let zero = full(b, x, 0.0);
+    let at_zero = b.compare(CompareDir::Eq, x, &zero)?;
+    let one_v = full(b, x, 1.0);
+    let q = b.select(&at_zero, &one_v, &q)?;
+    let a = b.abs(x);
+    let inf = full(b, x, f64::INFINITY);
+    let at_inf = b.compare(CompareDir::Eq, &a, &inf)?;
+    Ok(b.select(&at_inf, &zero, &q)?)
+}
+
 /// `special_entr(x)`: `-x ln x` for `x > 0`, 0 at 0, `-inf` below (NaN stays NaN).
 fn entr_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let l = b.log(x);
@@ -293,6 +364,19 @@ fn entr_of(b: &mut Builder, x: &Value) -> Result<Value> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["erfinv", "erfinv_", "erfinv.out"], |ctx| {
+        special(ctx, erfinv_of)
+    });
+    reg.ops(&["special_ndtri", "special_ndtri.out"], |ctx| {
+        special(ctx, ndtri_of)
+    });
+    reg.ops(
+        &[
+            "special_spherical_bessel_j0",
+            "special_spherical_bessel_j0.out",
+        ],
+        |ctx| special(ctx, spherical_j0_of),
+    );
     reg.ops(&["special_entr", "special_entr.out"], |ctx| {
         special(ctx, entr_of)
     });

@@ -273,9 +273,9 @@ def test_fallback_error_mode_names_the_op():
         "import torch\n"
         "x = torch.ones(4, device='tpu')\n"
         "try:\n"
-        "    torch.special.ndtri(x / 2)\n"
+        "    torch.special.modified_bessel_k0(x / 2)\n"
         "except NotImplementedError as e:\n"
-        "    print('NIE', 'ndtri' in str(e))\n"
+        "    print('NIE', 'modified_bessel_k0' in str(e))\n"
         "print(((x + 1) * 2).sum().item() is not None)\n"
     )
     r = run_python(code, TPURS_FALLBACK="error")
@@ -284,14 +284,15 @@ def test_fallback_error_mode_names_the_op():
 
 
 def test_fallback_runs_on_cpu_with_one_warning_and_counter():
-    # special.ndtri has no tpu lowering (yet): it must run on the CPU, counted.
+    # special.modified_bessel_k0 has no tpu lowering (change the op when it gets one): it must
+    # run on the CPU, counted.
     x = torch.rand(5) * 0.9 + 0.05
-    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ndtri" in k)
-    r = torch.special.ndtri(x)
-    d = torch.special.ndtri(x.to("tpu"))
+    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "modified_bessel_k0" in k)
+    r = torch.special.modified_bessel_k0(x)
+    d = torch.special.modified_bessel_k0(x.to("tpu"))
     assert d.device.type == "tpu"
     torch.testing.assert_close(d.cpu(), r)
-    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ndtri" in k) > before
+    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "modified_bessel_k0" in k) > before
 
 
 def test_missing_plugin_path_is_a_clear_error():

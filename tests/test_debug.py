@@ -11,7 +11,15 @@ import textwrap
 
 import pytest
 import torch
+from helpers import no_fallback
 from tpurs import compile as tpu_compile
+
+
+@pytest.fixture(autouse=True)
+def _native_only():
+    # The device side must be tpurs' own lowerings, or the debugger compares CPU with CPU.
+    with no_fallback():
+        yield
 
 
 def _model_step(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -97,7 +105,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("setting", ["1", "raise"])
 def test_whole_script_checking(setting):
-    env = dict(os.environ, TPURS_DEBUG_COMPARE=setting)
+    env = dict(os.environ, TPURS_DEBUG_COMPARE=setting, TPURS_FALLBACK="error")
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     if setting == "1":
         assert r.returncode == 0, r.stderr

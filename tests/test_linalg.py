@@ -78,6 +78,8 @@ def test_cross_broadcasts_along_any_dim():
         torch.linalg.cross(torch.randn(2, 4, device="tpu"), torch.randn(2, 4, device="tpu"))
     with pytest.raises(IndexError, match="Dimension out of range"):
         torch.linalg.cross(torch.randn(2, 3, device="tpu"), torch.randn(2, 3, device="tpu"), dim=2)
+    with pytest.raises(IndexError, match="no dimensions"):
+        torch.linalg.cross(torch.tensor(1.0, device="tpu"), torch.tensor(2.0, device="tpu"))
 
 
 def test_equal_is_one_read():

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
+from helpers import no_fallback
 from torch.profiler import ProfilerActivity, profile
 
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+
+@pytest.fixture(autouse=True)
+def _native_only():
+    with no_fallback():
+        yield
 
 
 def _trace(p, tmp_path) -> list[dict]:

@@ -5,7 +5,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, ConvDims, DType, Literal, ScatterDims, TensorType, Value};
 
-use super::one;
+use super::{empty, one};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
@@ -809,11 +809,6 @@ struct BnOut {
     save_mean: Value,
     save_invstd: Value,
     running: Option<(Value, Value)>,
-}
-
-/// An empty `(0,)` tensor of `d` (eval-mode save_mean / save_invstd, the reserve).
-fn empty(b: &mut Builder, d: DType) -> Value {
-    b.splat(Literal::Int(0), &TensorType::new(d, [0]))
 }
 
 /// The batch-norm forward: batch statistics (biased variance) in training, running

@@ -3,36 +3,13 @@
 //! sign convention) and `_linalg_eigh` (the `Eigh` custom call: Jacobi, eigenvalues in
 //! ascending order). XLA expands both into StableHLO loops on every backend.
 
-use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, Literal, TensorType, Value};
 
-use super::linalg::triangle;
+use super::empty;
+use super::linalg::{float_matrices, triangle};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::torch_name;
-use crate::error::{runtime, Error, Result};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
-
-/// Checks that input `i` is a float32/float64 batch of matrices (rank >= 2).
-fn matrices(ctx: &Ctx, i: usize, op: &str) -> Result<TensorType> {
-    let ty = ctx.ty(i)?;
-    if !matches!(ty.dtype, DType::F32 | DType::F64) {
-        return Err(Error::NotImplemented(format!(
-            "{op}: not implemented for '{}'",
-            torch_name(ty.dtype)
-        )));
-    }
-    if ty.rank() < 2 {
-        return runtime(format!(
-            "{op}: The input tensor A must have at least 2 dimensions."
-        ));
-    }
-    Ok(ty)
-}
-
-/// An empty 1-d tensor (what torch returns for an output that was not asked for).
-fn empty(b: &mut Builder, dtype: DType) -> Result<Value> {
-    let zero = b.constant(Literal::Float(0.0), dtype);
-    Ok(b.broadcast_in_dim(&zero, &[0], &[])?)
-}
 
 /// `x[..., rows, cols]` of the last two dims.
 fn corner(b: &mut Builder, x: &Value, rows: i64, cols: i64) -> Result<Value> {
@@ -55,7 +32,7 @@ fn pad_last(b: &mut Builder, x: &Value, to: i64) -> Result<Value> {
 /// `linalg_qr(A, mode)`: `(Q, R)` with `mode` "reduced" (Q `m x k`, R `k x n`),
 /// "complete" (Q `m x m`, R `m x n`) or "r" (R only, Q empty).
 fn qr(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let ty = matrices(ctx, 0, "linalg.qr")?;
+    let ty = float_matrices(ctx, 0, "linalg.qr")?;
     let mode = ctx.str(1)?;
     if !matches!(mode, "reduced" | "complete" | "r") {
         return runtime(format!(
@@ -82,7 +59,7 @@ fn qr(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let upper = corner(b, h, rows, n)?;
     let rr = triangle(b, &upper, false)?;
     if mode == "r" {
-        return Ok(vec![Some(empty(b, ty.dtype)?), Some(rr)]);
+        return Ok(vec![Some(empty(b, ty.dtype)), Some(rr)]);
     }
     // Q from the reflectors: `cols` of them (a complete Q of a tall A needs m, padded).
     let cols = if complete { m } else { k };
@@ -106,7 +83,7 @@ fn qr(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// `_linalg_eigh(A, UPLO, compute_v)`: eigenvalues (ascending) and eigenvectors (columns)
 /// of a symmetric matrix, reading only the `UPLO` triangle.
 fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let ty = matrices(ctx, 0, "linalg.eigh")?;
+    let ty = float_matrices(ctx, 0, "linalg.eigh")?;
     let r = ty.rank();
     if ty.shape[r - 1] != ty.shape[r - 2] {
         return runtime(format!(
@@ -140,7 +117,7 @@ fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let vectors = if compute_v {
         out[0].clone()
     } else {
-        empty(b, ty.dtype)?
+        empty(b, ty.dtype)
     };
     Ok(vec![Some(out[1].clone()), Some(vectors)])
 }

@@ -3,10 +3,10 @@
 
 use tpurs_hlo::{Builder, CompareDir, Literal, Value};
 
-use super::{common_dtype, one, operands};
+use super::{common_dtype, one, operands, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
-use crate::error::{runtime, Error, Result};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// The wrapped `dim` of argument `i`'s rank, checked to have an even size.
@@ -16,15 +16,7 @@ fn halving_dim(ctx: &Ctx, i: usize, dim_at: usize) -> Result<usize> {
     if rank == 0 {
         return runtime("glu does not support scalars because halving size must be even");
     }
-    let dim = ctx.int_or(dim_at, -1)?;
-    if dim < -rank || dim >= rank {
-        return Err(Error::Index(format!(
-            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
-            -rank,
-            rank - 1
-        )));
-    }
-    let d = dim.rem_euclid(rank) as usize;
+    let d = wrap_dim(ctx.int_or(dim_at, -1)?, rank as usize)?;
     if ty.shape[d] % 2 != 0 {
         return runtime(format!(
             "Halving dimension must be even, but dimension {d} is size {}",

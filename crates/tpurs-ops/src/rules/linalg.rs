@@ -30,6 +30,23 @@ pub(super) fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
     Ok(ty.shape[r - 1])
 }
 
+/// Checks input `i` is a float32/float64 batch of matrices (what the decompositions take).
+pub(super) fn float_matrices(ctx: &Ctx, i: usize, op: &str) -> Result<TensorType> {
+    let ty = ctx.ty(i)?;
+    if !matches!(ty.dtype, DType::F32 | DType::F64) {
+        return Err(Error::NotImplemented(format!(
+            "{op}: not implemented for '{}'",
+            torch_name(ty.dtype)
+        )));
+    }
+    if ty.rank() < 2 {
+        return runtime(format!(
+            "{op}: The input tensor A must have at least 2 dimensions."
+        ));
+    }
+    Ok(ty)
+}
+
 /// Zeroes the strict upper (`lower`) or lower triangle of the last two dims.
 pub(super) fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value> {
     let ty = TensorType::new(DType::I64, x.shape().to_vec());
@@ -253,16 +270,13 @@ fn cross(ctx: &mut Ctx) -> Result<Vec<Out>> {
             torch_name(tb.dtype)
         ));
     }
-    let rank = ta.rank() as i64;
     let dim = ctx.int_or(2, -1)?;
-    if dim < -rank || dim >= rank {
+    if ta.rank() == 0 {
         return Err(Error::Index(format!(
-            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
-            -rank,
-            rank - 1
+            "Dimension specified as {dim} but tensor has no dimensions"
         )));
     }
-    let d = dim.rem_euclid(rank) as usize;
+    let d = super::wrap_dim(dim, ta.rank())?;
     if ta.shape[d] != 3 || tb.shape[d] != 3 {
         return runtime(format!(
             "linalg.cross: inputs dimension {dim} must have length 3. Got {} and {}",

@@ -10,10 +10,13 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, TensorType, Value};
 
-use super::linalg::{broadcast_batches, solve_triangular_of, square, transpose_last};
+use super::linalg::{
+    broadcast_batches, float_matrices, solve_triangular_of, square, transpose_last,
+};
+use super::{empty, try_while};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
-use crate::error::{runtime, Error, Result};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// A 0-d int64 constant.
@@ -157,24 +160,15 @@ fn lu_factor(b: &mut Builder, a: &Value) -> Result<(Value, Value, Value)> {
         return Ok((a.clone(), pivots, info));
     }
     let j = index(b, 0);
-    let mut err = None;
-    let out = b.while_loop(
+    let out = try_while(
+        b,
         &[&j, a, &pivots, &info],
         |b, s| {
             let k = index(b, k);
-            b.compare(CompareDir::Lt, &s[0], &k).expect("0-d int64")
+            Ok(b.compare(CompareDir::Lt, &s[0], &k)?)
         },
-        |b, s| match lu_step(b, s) {
-            Ok(v) => v,
-            Err(e) => {
-                err = Some(e);
-                s.to_vec()
-            }
-        },
-    );
-    if let Some(e) = err {
-        return Err(e);
-    }
+        lu_step,
+    )?;
     Ok((out[1].clone(), out[2].clone(), out[3].clone()))
 }
 
@@ -192,47 +186,35 @@ fn permutation(b: &mut Builder, pivots: &Value, m: i64) -> Result<Value> {
     }
     let piv = b.convert(pivots, DType::I64);
     let i0 = index(b, 0);
-    let mut err = None;
-    let out = b.while_loop(
+    let out = try_while(
+        b,
         &[&i0, &perm],
         |b, s| {
             let k = index(b, k);
-            b.compare(CompareDir::Lt, &s[0], &k).expect("0-d int64")
+            Ok(b.compare(CompareDir::Lt, &s[0], &k)?)
         },
         |b, s| {
-            let mut step = || -> Result<Vec<Value>> {
-                let (i, perm) = (&s[0], &s[1]);
-                let one = index(b, 1);
-                let target = item_last(b, &piv, i)?;
-                let ones = b.full_like(&target, Literal::Int(1));
-                let target = b.sub(&target, &ones)?;
-                let pos = b.iota(&perm.ty, r - 1);
-                let t_m = along_cols(b, &target, m)?;
-                let i_m = b.broadcast_in_dim(i, perm.shape(), &[])?;
-                let (is_t, is_i) = (
-                    b.compare(CompareDir::Eq, &pos, &t_m)?,
-                    b.compare(CompareDir::Eq, &pos, &i_m)?,
-                );
-                let v_t = pick(b, perm, &is_t, r - 1)?;
-                let v_t = along_cols(b, &v_t, m)?;
-                let v_i = item_last(b, perm, i)?;
-                let v_i = along_cols(b, &v_i, m)?;
-                let swapped = b.select(&is_t, &v_i, perm)?;
-                let swapped = b.select(&is_i, &v_t, &swapped)?;
-                Ok(vec![b.add(i, &one)?, swapped])
-            };
-            match step() {
-                Ok(v) => v,
-                Err(e) => {
-                    err = Some(e);
-                    s.to_vec()
-                }
-            }
+            let (i, perm) = (&s[0], &s[1]);
+            let one = index(b, 1);
+            let target = item_last(b, &piv, i)?;
+            let ones = b.full_like(&target, Literal::Int(1));
+            let target = b.sub(&target, &ones)?;
+            let pos = b.iota(&perm.ty, r - 1);
+            let t_m = along_cols(b, &target, m)?;
+            let i_m = b.broadcast_in_dim(i, perm.shape(), &[])?;
+            let (is_t, is_i) = (
+                b.compare(CompareDir::Eq, &pos, &t_m)?,
+                b.compare(CompareDir::Eq, &pos, &i_m)?,
+            );
+            let v_t = pick(b, perm, &is_t, r - 1)?;
+            let v_t = along_cols(b, &v_t, m)?;
+            let v_i = item_last(b, perm, i)?;
+            let v_i = along_cols(b, &v_i, m)?;
+            let swapped = b.select(&is_t, &v_i, perm)?;
+            let swapped = b.select(&is_i, &v_t, &swapped)?;
+            Ok(vec![b.add(i, &one)?, swapped])
         },
-    );
-    if let Some(e) = err {
-        return Err(e);
-    }
+    )?;
     Ok(out[1].clone())
 }
 
@@ -299,23 +281,6 @@ fn lu_solve_left(
     let w = solve_triangular_of(b, &lu, &z, true, true, true, true)?;
     let inv = inverse_permutation(b, &perm)?;
     gather_rows(b, &w, &inv)
-}
-
-/// Checks input `i` is a float32/float64 batch of matrices.
-fn float_matrices(ctx: &Ctx, i: usize, op: &str) -> Result<TensorType> {
-    let ty = ctx.ty(i)?;
-    if !matches!(ty.dtype, DType::F32 | DType::F64) {
-        return Err(Error::NotImplemented(format!(
-            "{op}: not implemented for '{}'",
-            torch_name(ty.dtype)
-        )));
-    }
-    if ty.rank() < 2 {
-        return runtime(format!(
-            "{op}: The input tensor A must have at least 2 dimensions."
-        ));
-    }
-    Ok(ty)
 }
 
 /// `linalg_lu_factor_ex(A, pivot=True, check_errors=False)` -> `(LU, pivots, info)`.
@@ -482,10 +447,6 @@ fn unpack(b: &mut Builder, lu: &Value, piv: &Value, data: bool, pivots: bool) ->
     let r = lu.rank();
     let (m, n) = (lu.shape()[r - 2], lu.shape()[r - 1]);
     let k = m.min(n);
-    let empty = |b: &mut Builder| -> Result<Value> {
-        let zero = b.constant(Literal::Float(0.0), lu.dtype());
-        Ok(b.broadcast_in_dim(&zero, &[0], &[])?)
-    };
     let p = if pivots {
         // P[row, col] = 1 where perm[col] == row.
         let perm = permutation(b, piv, m)?;
@@ -497,10 +458,14 @@ fn unpack(b: &mut Builder, lu: &Value, piv: &Value, data: bool, pivots: bool) ->
         let hit = b.compare(CompareDir::Eq, &perm_rows, &rows)?;
         b.convert(&hit, lu.dtype())
     } else {
-        empty(b)?
+        empty(b, lu.dtype())
     };
     if !data {
-        return Ok(vec![Some(p), Some(empty(b)?), Some(empty(b)?)]);
+        return Ok(vec![
+            Some(p),
+            Some(empty(b, lu.dtype())),
+            Some(empty(b, lu.dtype())),
+        ]);
     }
     let mut lim = lu.shape().to_vec();
     lim[r - 1] = k;

@@ -1,7 +1,7 @@
 //! Lowering rules, one file per op family, and the helpers they share (broadcasting, type
 //! promotion, dimension wrapping) so that no rule re-implements PyTorch's conventions.
 
-use tpurs_hlo::{Builder, DType, Literal, Value};
+use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
 use crate::ctx::Ctx;
 use crate::dtype::result_type;
@@ -134,6 +134,42 @@ pub(crate) fn broadcast_all(b: &mut Builder, vs: &[Value], dtype: DType) -> Resu
             Ok(b.broadcast_to(&v, &shape)?)
         })
         .collect()
+}
+
+/// `Builder::while_loop` with fallible region builders: the first error either region hits
+/// is returned (the region is finished with its arguments so the builder stays consistent).
+pub(crate) fn try_while(
+    b: &mut Builder,
+    init: &[&Value],
+    cond: impl FnOnce(&mut Builder, &[Value]) -> Result<Value>,
+    body: impl FnOnce(&mut Builder, &[Value]) -> Result<Vec<Value>>,
+) -> Result<Vec<Value>> {
+    let (mut cond_err, mut body_err) = (None, None);
+    let out = b.while_loop(
+        init,
+        |b, s| {
+            cond(b, s).unwrap_or_else(|e| {
+                cond_err = Some(e);
+                b.constant(Literal::Bool(false), DType::Bool)
+            })
+        },
+        |b, s| {
+            body(b, s).unwrap_or_else(|e| {
+                body_err = Some(e);
+                s.to_vec()
+            })
+        },
+    );
+    match cond_err.or(body_err) {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// An empty `(0,)` tensor of `d`: what an output torch does not compute returns (eval-mode
+/// batch-norm statistics, eigenvectors not asked for, Q of a mode-"r" QR).
+pub(crate) fn empty(b: &mut Builder, d: DType) -> Value {
+    b.splat(Literal::Int(0), &TensorType::new(d, [0]))
 }
 
 /// Wraps a possibly negative dimension into `0..rank`, with PyTorch's `IndexError`.

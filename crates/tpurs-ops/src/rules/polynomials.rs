@@ -6,7 +6,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::{common_dtype, float_dtype, one, operands};
+use super::{common_dtype, float_dtype, one, operands, try_while};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
 use crate::error::Result;
@@ -140,32 +140,20 @@ fn polynomial(ctx: &mut Ctx) -> Result<Vec<Out>> {
         |b, p, q| b.max(p, q).expect("same types"),
     );
     let k0 = b.constant(Literal::Float(1.0), wide);
-    let mut err = None;
-    let out = b.while_loop(
+    let out = try_while(
+        b,
         &[&k0, &p0, &p1],
-        |b, s| b.compare(CompareDir::Lt, &s[0], &top).expect("0-d"),
+        |b, s| Ok(b.compare(CompareDir::Lt, &s[0], &top)?),
         |b, s| {
-            let mut step = || -> Result<Vec<Value>> {
-                let k = b.broadcast_in_dim(&s[0], x.shape(), &[])?;
-                let r = (fam.next)(b, &k, &x, &s[1], &s[2])?;
-                let going = b.compare(CompareDir::Lt, &k, &n)?;
-                let p = b.select(&going, &s[2], &s[1])?;
-                let q = b.select(&going, &r, &s[2])?;
-                let one_s = b.constant(Literal::Float(1.0), k.dtype());
-                Ok(vec![b.add(&s[0], &one_s)?, p, q])
-            };
-            match step() {
-                Ok(v) => v,
-                Err(e) => {
-                    err = Some(e);
-                    s.to_vec()
-                }
-            }
+            let k = b.broadcast_in_dim(&s[0], x.shape(), &[])?;
+            let r = (fam.next)(b, &k, &x, &s[1], &s[2])?;
+            let going = b.compare(CompareDir::Lt, &k, &n)?;
+            let p = b.select(&going, &s[2], &s[1])?;
+            let q = b.select(&going, &r, &s[2])?;
+            let one_s = b.constant(Literal::Float(1.0), k.dtype());
+            Ok(vec![b.add(&s[0], &one_s)?, p, q])
         },
-    );
-    if let Some(e) = err {
-        return Err(e);
-    }
+    )?;
     let zero = c(b, &n, 0.0);
     let is_zero = b.compare(CompareDir::Eq, &n, &zero)?;
     let negative = b.compare(CompareDir::Lt, &n, &zero)?;

@@ -12,7 +12,7 @@ use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// `x[..., rows, cols]` of the last two dims.
-fn corner(b: &mut Builder, x: &Value, rows: i64, cols: i64) -> Result<Value> {
+pub(super) fn corner(b: &mut Builder, x: &Value, rows: i64, cols: i64) -> Result<Value> {
     let r = x.rank();
     let mut limit = x.shape().to_vec();
     limit[r - 2] = rows;
@@ -44,40 +44,55 @@ fn qr(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let r = ty.rank();
     let (m, n) = (ty.shape[r - 2], ty.shape[r - 1]);
     let k = m.min(n);
-    let mut tau_shape = ty.shape[..r - 2].to_vec();
-    tau_shape.push(k);
-    let factored = b.emit(
-        "stablehlo.custom_call",
-        &[&a],
-        "call_target_name = \"Qr\"",
-        &[],
-        &[ty.clone(), TensorType::new(ty.dtype, tau_shape)],
-    );
-    let (h, taus) = (&factored[0], &factored[1]);
+    let (h, taus) = householder(b, &a);
     let complete = mode == "complete";
     let rows = if complete { m } else { k };
-    let upper = corner(b, h, rows, n)?;
+    let upper = corner(b, &h, rows, n)?;
     let rr = triangle(b, &upper, false)?;
     if mode == "r" {
         return Ok(vec![Some(empty(b, ty.dtype)), Some(rr)]);
     }
-    // Q from the reflectors: `cols` of them (a complete Q of a tall A needs m, padded).
-    let cols = if complete { m } else { k };
+    let q = q_of(b, &h, &taus, if complete { m } else { k })?;
+    Ok(vec![Some(q), Some(rr)])
+}
+
+/// The `Qr` custom call on `a` (`[.., m, n]`): R in and above the diagonal, the
+/// Householder vectors below it, and their `min(m, n)` scales.
+pub(super) fn householder(b: &mut Builder, a: &Value) -> (Value, Value) {
+    let r = a.rank();
+    let mut tau_shape = a.shape()[..r - 2].to_vec();
+    tau_shape.push(a.shape()[r - 2].min(a.shape()[r - 1]));
+    let mut out = b.emit(
+        "stablehlo.custom_call",
+        &[a],
+        "call_target_name = \"Qr\"",
+        &[],
+        &[a.ty.clone(), TensorType::new(a.dtype(), tau_shape)],
+    );
+    let taus = out.remove(1);
+    (out.remove(0), taus)
+}
+
+/// The first `cols` columns of Q from `householder`'s output (a complete Q of a tall
+/// matrix, `cols = m`, pads the reflectors with identity ones).
+pub(super) fn q_of(b: &mut Builder, h: &Value, taus: &Value, cols: i64) -> Result<Value> {
+    let r = h.rank();
+    let (m, n) = (h.shape()[r - 2], h.shape()[r - 1]);
     let (reflectors, taus) = if cols > n {
         (pad_last(b, h, cols)?, pad_last(b, taus, cols)?)
     } else {
         (corner(b, h, m, cols)?, taus.clone())
     };
-    let mut q_shape = ty.shape.clone();
+    let mut q_shape = h.shape().to_vec();
     q_shape[r - 1] = cols;
     let q = b.emit(
         "stablehlo.custom_call",
         &[&reflectors, &taus],
         "call_target_name = \"ProductOfElementaryHouseholderReflectors\"",
         &[],
-        &[TensorType::new(ty.dtype, q_shape)],
+        &[TensorType::new(h.dtype(), q_shape)],
     );
-    Ok(vec![Some(q[0].clone()), Some(rr)])
+    Ok(q[0].clone())
 }
 
 /// `_linalg_eigh(A, UPLO, compute_v)`: eigenvalues (ascending) and eigenvectors (columns)

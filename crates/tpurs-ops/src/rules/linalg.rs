@@ -47,6 +47,15 @@ pub(super) fn float_matrices(ctx: &Ctx, i: usize, op: &str) -> Result<TensorType
     Ok(ty)
 }
 
+/// The identity batch shaped like `a`.
+pub(super) fn identity_like(b: &mut Builder, a: &Value) -> Result<Value> {
+    let ty = TensorType::new(DType::I64, a.shape().to_vec());
+    let r = a.rank();
+    let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
+    let eq = b.compare(CompareDir::Eq, &row, &col)?;
+    Ok(b.convert(&eq, a.dtype()))
+}
+
 /// Zeroes the strict upper (`lower`) or lower triangle of the last two dims.
 pub(super) fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value> {
     let ty = TensorType::new(DType::I64, x.shape().to_vec());

@@ -11,7 +11,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, TensorType, Value};
 
 use super::linalg::{
-    broadcast_batches, float_matrices, solve_triangular_of, square, transpose_last,
+    broadcast_batches, float_matrices, identity_like, solve_triangular_of, square, transpose_last,
 };
 use super::{empty, try_while};
 use crate::ctx::{Ctx, Out};
@@ -43,7 +43,7 @@ fn along_rows(b: &mut Builder, x: &Value, m: i64) -> Result<Value> {
 }
 
 /// Item `j` (a 0-d int64 value) of the last dim of `x`, that dim dropped.
-fn item_last(b: &mut Builder, x: &Value, j: &Value) -> Result<Value> {
+pub(super) fn item_last(b: &mut Builder, x: &Value, j: &Value) -> Result<Value> {
     let r = x.rank();
     let mut starts: Vec<Value> = (0..r - 1).map(|_| index(b, 0)).collect();
     starts.push(j.clone());
@@ -308,15 +308,6 @@ fn lu_solve(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let bt = transpose_last(b, &rhs)?;
     let xt = lu_solve_left(b, &lu, &perm, &bt, !adjoint)?;
     Ok(vec![Some(transpose_last(b, &xt)?)])
-}
-
-/// The identity batch shaped like `a`.
-fn identity_like(b: &mut Builder, a: &Value) -> Result<Value> {
-    let ty = TensorType::new(DType::I64, a.shape().to_vec());
-    let r = a.rank();
-    let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
-    let eq = b.compare(CompareDir::Eq, &row, &col)?;
-    Ok(b.convert(&eq, a.dtype()))
 }
 
 /// `linalg_inv_ex(A, check_errors=False)` -> `(inverse, info)`.

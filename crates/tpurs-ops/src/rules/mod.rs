@@ -33,6 +33,7 @@ mod shape;
 mod softmax;
 mod sort;
 mod special;
+mod svd;
 mod unpool;
 mod upsample;
 
@@ -60,6 +61,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     index_reduce::register(reg);
     shape::register(reg);
     sort::register(reg);
+    svd::register(reg);
     special::register(reg);
     upsample::register(reg);
     pad::register(reg);

@@ -1,0 +1,105 @@
+"""SVD (one-sided Jacobi) against CPU PyTorch: tall, wide, square, batched, float64,
+rank-deficient and empty matrices, full and reduced; singular vectors checked up to their
+sign (which is not unique), plus orthonormality and reconstruction; what is built on it
+(svdvals, pinv, matrix_rank, nuclear and spectral norms, cond) and gradients."""
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+
+def aligned(u, uc, vh, vhc):
+    """Flips each singular pair of the device result to the CPU's signs."""
+    k = min(u.shape[-1], vh.shape[-2])
+    sign = torch.sign((u[..., :k] * uc[..., :k]).sum(-2))
+    sign[sign == 0] = 1
+    u = u.clone()
+    u[..., :k] *= sign.unsqueeze(-2)
+    vh = vh.clone()
+    vh[..., :k, :] *= sign.unsqueeze(-1)
+    return u, vh
+
+
+def eye_error(q, rows=True):
+    g = q @ q.mT if rows else q.mT @ q
+    return (g - torch.eye(g.shape[-1], dtype=q.dtype)).abs().max().item()
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4), (2, 3, 1, 7), (8, 1), (9, 9)])
+def test_svd_matches_lapack(shape, full):
+    a = torch.randn(*shape)
+    with no_fallback():
+        u, s, vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=full))
+    uc, sc, vhc = torch.linalg.svd(a, full_matrices=full)
+    assert (u.shape, s.shape, vh.shape) == (uc.shape, sc.shape, vhc.shape)
+    torch.testing.assert_close(s, sc, atol=1e-5, rtol=1e-5)
+    assert eye_error(u, rows=False) < 1e-5 and eye_error(vh) < 1e-5
+    k = s.shape[-1]
+    rebuilt = u[..., :k] @ torch.diag_embed(s) @ vh[..., :k, :]
+    torch.testing.assert_close(rebuilt, a, atol=1e-5, rtol=1e-5)
+    # The first k singular pairs equal the CPU's up to sign (values are distinct here).
+    u, vh = aligned(u, uc, vh, vhc)
+    torch.testing.assert_close(u[..., :k], uc[..., :k], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(vh[..., :k, :], vhc[..., :k, :], atol=1e-4, rtol=1e-4)
+
+
+def test_svd_float64():
+    a = torch.randn(3, 7, 5, dtype=torch.float64)
+    with no_fallback():
+        u, s, vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=False))
+    torch.testing.assert_close(s, torch.linalg.svdvals(a), atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(u @ torch.diag_embed(s) @ vh, a, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_rank_deficient_and_zero_matrices_keep_orthonormal_vectors(full):
+    for a in (torch.randn(7, 2) @ torch.randn(2, 5), torch.randn(3, 6) @ torch.randn(6, 4).mul(0), torch.zeros(4, 6)):
+        with no_fallback():
+            u, s, vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=full))
+        torch.testing.assert_close(s, torch.linalg.svdvals(a), atol=1e-5, rtol=1e-5)
+        assert eye_error(u, rows=False) < 1e-5 and eye_error(vh) < 1e-5
+        k = s.shape[-1]
+        torch.testing.assert_close(u[..., :k] @ torch.diag_embed(s) @ vh[..., :k, :], a, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_of_empty_matrices(shape, full):
+    with no_fallback():
+        check(lambda t: torch.linalg.svd(t, full_matrices=full), torch.randn(*shape))
+        check(torch.linalg.svdvals, torch.randn(*shape))
+
+
+def test_what_is_built_on_svd():
+    a = torch.randn(2, 6, 4)
+    low_rank = torch.randn(6, 2) @ torch.randn(2, 5)
+    with no_fallback():
+        check(torch.linalg.svdvals, a, atol=1e-5, rtol=1e-5)
+        check(torch.linalg.pinv, a, atol=1e-5, rtol=1e-5)
+        check(torch.linalg.pinv, low_rank, atol=1e-5, rtol=1e-5)
+        check(torch.linalg.matrix_rank, low_rank)
+        check(lambda t: torch.linalg.matrix_norm(t, ord="nuc"), a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.matrix_norm(t, ord=2), a, atol=1e-5, rtol=1e-5)
+        check(lambda t: torch.linalg.matrix_norm(t, ord=-2), a, atol=1e-5, rtol=1e-5)
+        check(torch.linalg.cond, torch.randn(3, 3) + 3 * torch.eye(3), atol=1e-4, rtol=1e-4)
+
+
+def test_svd_gradients():
+    def loss(t):
+        u, s, vh = torch.linalg.svd(t, full_matrices=False)
+        # Sign-invariant in each singular pair, as gradients through U and V must be.
+        return (u.abs() * 1.5).sum() + (s**2).sum() + (vh**2 * torch.arange(vh.shape[-1], device=t.device)).sum()
+
+    with no_fallback():
+        for shape in [(5, 3), (3, 5), (2, 4, 4)]:
+            a = torch.randn(*shape, dtype=torch.float64)
+            check(loss, a.requires_grad_(), grad=True, atol=1e-9, rtol=1e-9)
+        check(lambda t: torch.linalg.pinv(t).sum(), torch.randn(4, 3).requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+def test_svd_errors_match_cpu():
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.linalg.svd(torch.randn(3, device="tpu"))
+    with pytest.raises(RuntimeError, match="driver"):
+        torch.linalg.svd(torch.randn(3, 3, device="tpu"), driver="gesvd")

@@ -296,15 +296,21 @@ def test_index_fill(dtype):
         )
 
 
-def test_out_of_range_index_does_not_crash():
-    """CPU raises IndexError; the device clamps gathers and drops scatters (no host read)."""
+def test_out_of_range_index_raises_at_the_read():
+    """CPU raises IndexError at the op; the device checks inside the program and raises at
+    the next read (tests/test_device_checks.py covers every op)."""
     x = torch.arange(5.0)
     i = torch.tensor([7])
     with pytest.raises(IndexError):
         x[i]
     d = x.to("tpu")
-    assert d[i.to("tpu")].shape == (1,)
-    assert d.clone().index_put_((i.to("tpu"),), torch.ones(1, device="tpu")).shape == (5,)
+    y = d[i.to("tpu")]
+    assert y.shape == (1,)
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        y.cpu()
+    z = d.clone().index_put_((i.to("tpu"),), torch.ones(1, device="tpu"))
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        z.cpu()
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

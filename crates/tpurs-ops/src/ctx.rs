@@ -6,6 +6,7 @@
 
 use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
+use crate::checks::{self, Check, CheckKind};
 use crate::dtype::Participation;
 use crate::error::{Error, Result};
 
@@ -126,6 +127,14 @@ pub trait Inputs {
     fn rng_state(&mut self, b: &mut Builder) -> Value;
 }
 
+/// What a rule leaves behind besides its results.
+pub(crate) struct Finished {
+    pub b: Builder,
+    pub written: Vec<Option<Value>>,
+    pub rng: Option<Value>,
+    pub checks: Vec<(Value, Check)>,
+}
+
 /// The context a lowering rule builds in.
 pub struct Ctx<'a> {
     /// The program builder.
@@ -141,6 +150,8 @@ pub struct Ctx<'a> {
     pub(crate) written: Vec<Option<Value>>,
     /// The generator state after this call's random numbers, once any were drawn.
     pub(crate) rng: Option<Value>,
+    /// Device-side checks the rule asked for (`Ctx::check_range`).
+    checks: Vec<(Value, Check)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -163,6 +174,7 @@ impl<'a> Ctx<'a> {
             scalars: Vec::new(),
             written: vec![None; writes.len()],
             rng: None,
+            checks: Vec::new(),
         }
     }
 
@@ -432,10 +444,47 @@ impl<'a> Ctx<'a> {
         bits
     }
 
-    /// Ends the rule: the builder, the values written with [`Ctx::write`] and the final
-    /// generator state.
-    pub(crate) fn finish(self) -> (Builder, Vec<Option<Value>>, Option<Value>) {
-        (self.b, self.written, self.rng)
+    /// Raises `message` (an exception of `kind`, `{}` standing for the offending element) at
+    /// the next host wait when an element of `idx` lies outside `lo..hi`: checked on the
+    /// device, inside this program (see `checks`).
+    pub fn check_range(
+        &mut self,
+        idx: &Value,
+        lo: i64,
+        hi: i64,
+        kind: CheckKind,
+        message: impl Into<String>,
+    ) -> Result<()> {
+        if !checks::enabled() {
+            return Ok(());
+        }
+        if let Some(v) = checks::out_of_range(&mut self.b, idx, lo, hi)? {
+            let message = message.into();
+            self.checks.push((v, Check { kind, message }));
+        }
+        Ok(())
+    }
+
+    /// Raises `message` (an exception of `kind`) at the next host wait unless the 0-d
+    /// predicate `ok` holds: checked on the device, inside this program.
+    pub fn check_that(&mut self, ok: &Value, kind: CheckKind, message: &str) -> Result<()> {
+        if checks::enabled() {
+            let v = checks::holds(&mut self.b, ok)?;
+            let message = message.to_string();
+            self.checks.push((v, Check { kind, message }));
+        }
+        Ok(())
+    }
+
+    /// Ends the rule: the builder, the values written with [`Ctx::write`], the final
+    /// generator state and the device-side checks.
+    pub(crate) fn finish(self) -> Finished {
+        Finished {
+            b: self.b,
+            written: self.written,
+            rng: self.rng,
+            checks: self.checks,
+        }
     }
 
     /// The driver's inputs (for a graph lowered inside this call).

@@ -5,6 +5,7 @@
 
 use tpurs_hlo::{Builder, DType, Precision, TensorType, Value};
 
+use crate::checks::Check;
 use crate::ctx::{Arg, Ctx, Inputs, ScalarMeta, TensorArg, WriteTarget};
 use crate::dtype::check_can_cast;
 use crate::error::{runtime, Result};
@@ -108,6 +109,9 @@ pub enum OutputSpec {
     Storage(usize),
     /// A new flat storage for write target `k` whose shape changed (`out=` resize).
     Replace(usize, TensorType),
+    /// A device-side check's `i64[2]` `[failed, offending value]`, for the runtime to read
+    /// at the next host wait.
+    Check(Check),
 }
 
 /// How a schema return is filled.
@@ -312,7 +316,8 @@ pub fn lower_into<'a>(
         &mut inputs,
     );
     let results = (entry.rule)(&mut ctx)?;
-    let (mut b, mut written, _) = ctx.finish();
+    let done = ctx.finish();
+    let (mut b, mut written) = (done.b, done.written);
     // Results that alias a mutated argument are written back unless the rule wrote them.
     let mut sinks = Vec::new();
     let mut fresh: Vec<Value> = Vec::new();
@@ -373,6 +378,10 @@ pub fn lower_into<'a>(
             outputs.push(OutputSpec::Replace(k, v.ty.clone()));
             out_values.push(b.reshape(v, &[v.ty.numel()])?);
         }
+    }
+    for (v, check) in done.checks {
+        outputs.push(OutputSpec::Check(check));
+        out_values.push(v);
     }
     Ok((
         b,

@@ -195,8 +195,10 @@ fn lower_graph(
         )
         .with_rng(rng.take());
         let (results, ctx) = run_rule(ctx, entry.rule)?;
-        let (mut next, written, state) = ctx.finish();
-        *rng = state;
+        // Device-side checks are not outputs of compiled graphs yet (eager only).
+        let done = ctx.finish();
+        let (mut next, written) = (done.b, done.written);
+        *rng = done.rng;
         let results = if node.writes.is_empty() {
             results
         } else {

@@ -7,6 +7,7 @@
 //! call over strided views of storages into a program, and the graph driver
 //! ([`graph::register_graph`]) turns a list of ATen nodes into one program.
 
+pub mod checks;
 mod ctx;
 pub mod dtype;
 mod eager;

@@ -112,6 +112,7 @@ impl Batch {
                     let m = &plan.call.storages[*slot];
                     TensorType::new(m.dtype, [m.numel])
                 }
+                tpurs_ops::OutputSpec::Check(_) => TensorType::new(tpurs_hlo::DType::I64, [2]),
             };
             self.nodes.push(Node {
                 storage: Weak::new(),

@@ -349,7 +349,14 @@ pub(crate) fn run(rt: &Runtime, call: &CallDesc) -> Result<TpursOpResults> {
     })
 }
 
+/// Device-side checks held before the host is made to read them (a loop that never
+/// reads its results would otherwise hold them without bound).
+const MAX_PENDING_CHECKS: usize = 1024;
+
 fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpResults> {
+    if rt.pending_checks() >= MAX_PENDING_CHECKS {
+        rt.raise_checks()?;
+    }
     let entry = tpurs_ops::op_entry(call.op);
     let mut device = None;
     s.key.extend_from_slice(&[
@@ -410,6 +417,14 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
     if mode == EagerMode::LaunchBlocking {
         for b in &outs {
             b.block_until_ready()?;
+        }
+        // Launch-blocking raises a failed device-side check at the op itself.
+        for (spec, b) in plan.lowered.outputs.iter().zip(&outs) {
+            if let tpurs_ops::OutputSpec::Check(check) = spec {
+                if let (true, value) = crate::runtime::read_check(b)? {
+                    return Err(check.error(value).into());
+                }
+            }
         }
     }
     finish(rt, s, &plan, dev, Produced::Buffers(outs), None)
@@ -545,6 +560,11 @@ fn finish(
                 st.set_contents(contents);
                 st
             }
+            tpurs_ops::OutputSpec::Check(_) => {
+                let st = rt.new_storage(dev, 16);
+                st.set_contents(contents);
+                Arc::new(st)
+            }
         };
         if let Some(b) = batch.as_mut() {
             b.bind(node, &storage);
@@ -559,6 +579,11 @@ fn finish(
                 storage: storage_into_raw(storage),
                 nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
             }),
+            tpurs_ops::OutputSpec::Check(check) => rt
+                .checks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((storage, check.clone())),
             tpurs_ops::OutputSpec::Storage(_) => {}
         }
     }
@@ -580,6 +605,7 @@ fn output_type(plan: &Plan, spec: &tpurs_ops::OutputSpec) -> (DType, i64) {
             let m = &plan.call.storages[*slot];
             (m.dtype, m.numel)
         }
+        tpurs_ops::OutputSpec::Check(_) => (DType::I64, 2),
     }
 }
 
@@ -613,7 +639,7 @@ fn describe_results(
                 replace_sizes.push(k);
                 k += 1;
             }
-            tpurs_ops::OutputSpec::Storage(_) => {}
+            tpurs_ops::OutputSpec::Storage(_) | tpurs_ops::OutputSpec::Check(_) => {}
         }
     }
     for (r, rep) in s.replaces.iter_mut().enumerate() {

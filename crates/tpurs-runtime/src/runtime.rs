@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
+use tpurs_ops::checks::Check;
 use tpurs_pjrt::{Buffer, Client, NamedValue};
 
 use crate::cache::MemoryCache;
@@ -61,6 +62,8 @@ pub struct Runtime {
     /// Compiled collectives.
     pub(crate) collectives: Mutex<CollectiveCache>,
     pub(crate) profile: Recorder,
+    /// Device-side checks launched since the host last waited, in launch order.
+    pub(crate) checks: Mutex<Vec<(Arc<Storage>, Check)>>,
 }
 
 impl Runtime {
@@ -108,6 +111,7 @@ impl Runtime {
             programs: ProgramStore::from_env(&client, plugin_path),
             collectives: Mutex::default(),
             profile: Recorder::default(),
+            checks: Mutex::default(),
             client,
         })
     }
@@ -265,9 +269,30 @@ impl Runtime {
         Ok(())
     }
 
+    /// How many device-side checks wait to be read.
+    pub(crate) fn pending_checks(&self) -> usize {
+        self.checks.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Reads the device-side checks launched since the host last waited and raises the
+    /// first that failed (all are consumed either way: the process goes on working).
+    pub fn raise_checks(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.checks.lock().unwrap_or_else(|e| e.into_inner()));
+        for (storage, check) in pending {
+            if let Some(flat) = crate::defer::ready(self, &storage)? {
+                let (failed, value) = read_check(&flat.buffer)?;
+                if failed {
+                    return Err(check.error(value).into());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Launches pending work and waits for the most recent launch on `device` to finish.
     pub fn synchronize(&self, device: usize) -> Result<()> {
         self.batch(device).flush(self, device)?;
+        self.raise_checks()?;
         let last = self.last_output[device]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -277,6 +302,14 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// `(failed, offending value)` of a check's `i64[2]` buffer.
+pub(crate) fn read_check(buffer: &Buffer) -> Result<(bool, i64)> {
+    let mut bytes = [0u8; 16];
+    buffer.to_host(&mut bytes)?;
+    let word = |i: usize| i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    Ok((word(0) != 0, word(1)))
 }
 
 fn splitmix64(mut z: u64) -> u64 {

@@ -244,6 +244,7 @@ pub(crate) fn copy_to_host(rt: &Runtime, src: &TensorRef, out: &mut [u8]) -> Res
     }
     // A read ends the batch, so batches line up with the program's own sync points.
     rt.batch(src.device()).flush(rt, src.device())?;
+    rt.raise_checks()?;
     let start = rt.profile.on().then(now_ns);
     let flat = read_flat(rt, &src)?;
     flat.buffer.to_host(out)?;

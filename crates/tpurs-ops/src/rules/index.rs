@@ -9,6 +9,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
 use super::{broadcast_shapes, one, wrap_dim};
+use crate::checks::CheckKind;
 use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
@@ -190,6 +191,14 @@ fn index_select(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let idx = index_arg(ctx, 2, "index_select", true)?;
+    let size = x.shape().get(dim).copied().unwrap_or(1);
+    ctx.check_range(
+        &idx,
+        0,
+        size,
+        CheckKind::Index,
+        "index out of range in self",
+    )?;
     if x.rank() == 0 {
         return one(x);
     }
@@ -236,12 +245,21 @@ fn at_least_1d(b: &mut Builder, v: &Value) -> Result<Value> {
     }
 }
 
+/// Raises CPU's error for gather / scatter indices outside `0..shape[dim]` (at the next
+/// host wait: checked on the device).
+fn check_along(ctx: &mut Ctx, idx: &Value, shape: &[i64], dim: usize) -> Result<()> {
+    let size = shape.get(dim).copied().unwrap_or(1);
+    let msg = format!("index {{}} is out of bounds for dimension {dim} with size {size}");
+    ctx.check_range(idx, 0, size, CheckKind::Runtime, msg)
+}
+
 /// `gather(self, dim, index)`.
 fn gather(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
     let idx = index_arg(ctx, 2, "gather", true)?;
     check_gather_shapes("gather", x.shape(), idx.shape(), dim, None)?;
+    check_along(ctx, &idx, x.shape(), dim)?;
     let out_shape = idx.shape().to_vec();
     if idx.ty.numel() == 0 {
         return one(ctx
@@ -292,6 +310,7 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
     let idx = index_arg(ctx, 2, op, true)?;
+    check_along(ctx, &idx, x.shape(), dim)?;
     let src_is_tensor = matches!(ctx.arg(3), Arg::Tensor(_));
     let src_shape = if src_is_tensor {
         Some(ctx.ty(3)?.shape)
@@ -375,6 +394,14 @@ fn index_add(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let idx = index_arg(ctx, 2, "index_add_", true)?;
+    let size = x.shape().get(dim).copied().unwrap_or(1);
+    ctx.check_range(
+        &idx,
+        0,
+        size,
+        CheckKind::Index,
+        "index out of range in self",
+    )?;
     let st = ctx.ty(3)?;
     if st.dtype != x.dtype() {
         return runtime(format!(
@@ -446,6 +473,8 @@ fn index_fill(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let x1 = at_least_1d(&mut ctx.b, &x)?;
     let size = x1.shape()[dim];
+    let msg = format!("index {{}} is out of bounds for dimension {dim} with size {size}");
+    ctx.check_range(&idx, -size, size, CheckKind::Index, msg)?;
     let idx = wrap_negative(&mut ctx.b, &idx, size)?;
     let idx = ctx.b.reshape(&idx, &[n, 1])?;
     let none = ctx
@@ -581,7 +610,7 @@ struct Plan {
 /// Builds the plan for indexing a tensor of `shape` with `entries`; masks become `nnz`
 /// coordinates each (`nnz` from the caller, `None` when unknown).
 fn plan(
-    b: &mut Builder,
+    ctx: &mut Ctx,
     shape: &[i64],
     entries: Vec<Entry>,
     nnz: Option<i64>,
@@ -593,8 +622,11 @@ fn plan(
         match e {
             Entry::Full => d += 1,
             Entry::Index(v) => {
-                let v = b.convert(&v, DType::I64);
-                tensors.push(wrap_negative(b, &v, shape[d])?);
+                let v = ctx.b.convert(&v, DType::I64);
+                let size = shape[d];
+                let msg = format!("index {{}} is out of bounds for dimension {d} with size {size}");
+                ctx.check_range(&v, -size, size, CheckKind::Index, msg)?;
+                tensors.push(wrap_negative(&mut ctx.b, &v, size)?);
                 dims.push(d as i64);
                 d += 1;
             }
@@ -605,7 +637,7 @@ fn plan(
                         "index: boolean mask with an unknown number of elements".into(),
                     )
                 })?;
-                for c in mask_coords(b, &m, nnz)? {
+                for c in mask_coords(&mut ctx.b, &m, nnz)? {
                     tensors.push(c);
                     dims.push(d as i64);
                     d += 1;
@@ -629,6 +661,7 @@ fn plan(
             ))
         })?;
     }
+    let b = &mut ctx.b;
     let mut cshape = bshape.clone();
     cshape.push(1);
     let mut parts = Vec::new();
@@ -743,7 +776,7 @@ fn index(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let nnz = mask_nnz(ctx, x.shape())?;
     let entries = read_entries(ctx, 1, x.shape())?;
-    let Some(p) = plan(&mut ctx.b, x.shape(), entries, nnz)? else {
+    let Some(p) = plan(ctx, x.shape(), entries, nnz)? else {
         return one(x);
     };
     if p.out_shape.contains(&0) || x.ty.numel() == 0 {
@@ -879,7 +912,7 @@ fn index_put(ctx: &mut Ctx) -> Result<Vec<Out>> {
         };
         return one(put_mask(&mut ctx.b, &x, a, &m, &v, accumulate)?);
     }
-    let Some(p) = plan(&mut ctx.b, x.shape(), entries, None)? else {
+    let Some(p) = plan(ctx, x.shape(), entries, None)? else {
         let vb = broadcast_values(&mut ctx.b, &v, x.shape())?;
         return one(if accumulate {
             combine_add_values(&mut ctx.b, &x, &vb)?

@@ -6,6 +6,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
 
 use super::{common_dtype, full, one};
+use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
@@ -597,6 +598,15 @@ fn nll_weights(
     };
     let z = b.full_like(&wi, Literal::Int(0));
     let wi = b.select(&valid, &wi, &z)?;
+    let zero = b.full_like(&target, Literal::Int(0));
+    let counted = b.select(&valid, &target, &zero)?;
+    ctx.check_range(
+        &counted,
+        0,
+        c,
+        CheckKind::Index,
+        "Target {} is out of bounds.",
+    )?;
     Ok((onehot, wi))
 }
 

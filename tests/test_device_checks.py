@@ -1,0 +1,119 @@
+"""Out-of-range indices raise what CPU PyTorch raises (type and message), checked on the
+device inside the op's own program and raised at the next point where the host waits
+(a read, `synchronize`), or at the op itself in launch-blocking mode; the process goes on
+working afterwards, and `TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves the checks out."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def bad_calls(dev):
+    x = torch.arange(5.0, device=dev)
+
+    def t(v):
+        return torch.tensor(v, device=dev)
+
+    return {
+        "index": lambda: x[t([1, 7])],
+        "index_negative": lambda: x[t([-6])],
+        "index_2d": lambda: torch.zeros(3, 4, device=dev)[t([0]), t([4])],
+        "index_select": lambda: x.index_select(0, t([7])),
+        "gather": lambda: torch.gather(x, 0, t([9])),
+        "scatter": lambda: x.clone().scatter_(0, t([9]), 1.0),
+        "scatter_add": lambda: x.clone().scatter_add(0, t([-1]), x[:1]),
+        "index_put": lambda: x.clone().index_put_((t([7]),), t(1.0)),
+        "index_put_accumulate": lambda: x.clone().index_put_((t([7]),), t(1.0), accumulate=True),
+        "setitem": lambda: x.clone().__setitem__(t([2, 5]), 0.0),
+        "embedding": lambda: F.embedding(t([9]), torch.ones(3, 2, device=dev)),
+        "cross_entropy": lambda: F.cross_entropy(torch.ones(2, 3, device=dev), t([0, 5])),
+        "nll_loss": lambda: F.nll_loss(torch.ones(2, 3, device=dev), t([0, -3])),
+        "index_add": lambda: x.clone().index_add_(0, t([7]), x[:1]),
+        "index_fill": lambda: x.clone().index_fill_(0, t([7]), 1.0),
+    }
+
+
+def cpu_error(name):
+    try:
+        bad_calls("cpu")[name]()
+    except (IndexError, RuntimeError) as e:
+        return type(e), str(e)
+    raise AssertionError(f"CPU accepted {name}")
+
+
+@pytest.mark.parametrize("mode", ["DEFER_AND_FUSE", "DEFER_NEVER"])
+@pytest.mark.parametrize("name", list(bad_calls("cpu")))
+def test_bad_index_raises_cpu_error_at_the_next_read(name, mode):
+    kind, message = cpu_error(name)
+    old = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode(mode)
+    try:
+        out = bad_calls("tpu")[name]()  # no host wait yet: nothing raised
+        with pytest.raises(kind) as info:
+            (out if isinstance(out, torch.Tensor) else torch.zeros(1, device="tpu")).cpu()
+        assert str(info.value) == message
+        # The failure is consumed: the device goes on working.
+        x = torch.arange(5.0, device="tpu")
+        assert x[torch.tensor([4, -5], device="tpu")].tolist() == [4.0, 0.0]
+        assert (x + 1).sum().item() == 15.0
+    finally:
+        torch.tpu.set_eager_mode(old)
+
+
+def test_synchronize_raises_without_a_read():
+    x = torch.arange(5.0, device="tpu")
+    x.index_select(0, torch.tensor([5], device="tpu"))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        torch.tpu.synchronize()
+    torch.tpu.synchronize()  # consumed
+
+
+def test_launch_blocking_raises_at_the_op():
+    old = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode("DEFER_NEVER_AND_LAUNCH_BLOCKING")
+    try:
+        x = torch.arange(5.0, device="tpu")
+        with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 5"):
+            x[torch.tensor([7], device="tpu")]
+        assert x[torch.tensor([3], device="tpu")].item() == 3.0
+    finally:
+        torch.tpu.set_eager_mode(old)
+
+
+def test_valid_indices_at_the_bounds_pass():
+    x = torch.arange(12.0).reshape(3, 4)
+    d = x.to("tpu")
+    i = torch.tensor([0, 2, -3, -1])
+    assert torch.equal(d[i.to("tpu")].cpu(), x[i])
+    assert torch.equal(d.index_select(1, torch.tensor([0, 3], device="tpu")).cpu(), x[:, [0, 3]])
+    target = torch.tensor([0, 2, -100])
+    logits = torch.randn(3, 3)
+    loss = F.cross_entropy(logits.to("tpu"), target.to("tpu"), ignore_index=-100)
+    torch.testing.assert_close(loss.cpu(), F.cross_entropy(logits, target, ignore_index=-100))
+
+
+def test_many_pending_checks_are_bounded():
+    x = torch.arange(5.0, device="tpu")
+    i = torch.tensor([1], device="tpu")
+    acc = torch.zeros(1, device="tpu")
+    for _ in range(1100):
+        acc = acc + x[i]
+    assert acc.item() == 1100.0
+
+
+def test_checks_can_be_turned_off():
+    code = (
+        "import torch\n"
+        "x = torch.arange(5.0, device='tpu')\n"
+        "x.index_select(0, torch.tensor([7], device='tpu')).cpu()\n"
+        "torch.tpu.synchronize()\n"
+        "print('unchecked')\n"
+    )
+    env = dict(os.environ, TORCH_TPU_ENABLE_DEBUG_CHECKS="0", TPURS_FALLBACK="error")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["unchecked"]

@@ -29,6 +29,7 @@ mod polynomials;
 mod random;
 mod reduce;
 mod running;
+mod search;
 mod shape;
 mod softmax;
 mod sort;
@@ -56,6 +57,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     conv::register(reg);
     reduce::register(reg);
     running::register(reg);
+    search::register(reg);
     softmax::register(reg);
     index::register(reg);
     index_reduce::register(reg);

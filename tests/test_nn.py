@@ -357,3 +357,18 @@ def test_group_norm_module_compiled():
     torch.testing.assert_close(out.cpu(), expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(dev.weight.grad.cpu(), gn.weight.grad, atol=1e-5, rtol=1e-4)
     torch._dynamo.reset()
+
+
+def test_module_to_keeps_parameters_and_tied_weights():
+    """`Module.to("tpu")` swaps each Parameter's data in place, as for CUDA: the objects an
+    optimizer holds stay the model's, and tied weights stay tied."""
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head)
+    params = list(model.parameters())
+    model.to("tpu")
+    assert head.weight is emb.weight and list(model.parameters()) == params
+    assert emb.weight.device.type == "tpu"
+    model.cpu()
+    assert head.weight is emb.weight and emb.weight.device.type == "cpu"

@@ -185,6 +185,16 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
+// `param.data = tpu_tensor` (what `Module.to("tpu")` does) is allowed between dense CPU and
+// tpu tensors, as between CPU and CUDA: without it `Module._apply` makes new Parameters,
+// which unties tied weights (embeddings and LM heads) and detaches them from optimizers.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == at::kStrided && (t.device().is_cpu() || t.device().is_privateuseone());
+  };
+  return dense(self) && dense(from);
+}
+
 }  // namespace
 }  // namespace tpurs
 
@@ -202,6 +212,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", &tpurs::nonzero);
   m.impl("masked_select", &tpurs::masked_select);
   m.impl("equal", &tpurs::equal);
+  m.impl("_has_compatible_shallow_copy_type", &tpurs::has_compatible_shallow_copy_type);
   m.impl("view", &at::native::view);
   m.impl("as_strided", &at::native::as_strided_tensorimpl);
   m.impl("_reshape_alias", &at::native::_reshape_alias);

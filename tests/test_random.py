@@ -231,3 +231,37 @@ def test_rng_state_with_large_seed():
     a = torch.rand(4, device="tpu")
     torch.tpu.set_rng_state(state)
     assert torch.equal(a.cpu(), torch.rand(4, device="tpu").cpu())
+
+
+def test_multinomial_frequencies_and_shapes():
+    torch.manual_seed(0)
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]])
+    with no_fallback():
+        s = torch.multinomial(p.to("tpu"), 20000, replacement=True).cpu()
+        without = torch.multinomial(p.to("tpu"), 3).cpu()
+        single = torch.multinomial(p[0].to("tpu"), 1).cpu()
+    assert s.dtype == torch.int64 and s.shape == (2, 20000)
+    freq = torch.stack([torch.bincount(r, minlength=4) for r in s]).float() / 20000
+    torch.testing.assert_close(freq, p / p.sum(1, keepdim=True), atol=0.015, rtol=0)
+    # Without replacement: distinct categories, never a zero-probability one while others remain.
+    for row, probs in zip(without, p):
+        assert len(set(row.tolist())) == 3 and all(probs[i] > 0 for i in row)
+    assert single.shape == (1,) and p[0, single[0]] > 0
+
+
+def test_multinomial_is_reproducible_and_checks_its_input():
+    p = torch.rand(3, 50, device="tpu")
+    torch.manual_seed(5)
+    a = torch.multinomial(p, 10).cpu()
+    torch.manual_seed(5)
+    assert torch.equal(torch.multinomial(p, 10).cpu(), a)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(p, 51)
+    with pytest.raises(RuntimeError, match="prob_dist must be 1 or 2 dim"):
+        torch.multinomial(torch.rand(2, 2, 2, device="tpu"), 1)
+    bad = torch.multinomial(torch.tensor([0.5, -1.0], device="tpu"), 1)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        bad.cpu()
+    empty = torch.multinomial(torch.zeros(2, 3, device="tpu"), 1)
+    with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
+        empty.cpu()

@@ -1,11 +1,12 @@
 //! Random numbers from the per-device generator (`ctx.random_bits`): `uniform_`, `normal_`
 //! (and the `normal` Tensor overloads), `random_` (all overloads), `bernoulli` / `bernoulli_`,
-//! `exponential_`, `log_normal_`, `cauchy_` and `geometric_`. `torch.rand` / `randn` /
+//! `exponential_`, `log_normal_`, `cauchy_`, `geometric_` and `multinomial`. `torch.rand` / `randn` /
 //! `randint` and their `_like` forms decompose into these.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::{broadcast_all, broadcast_shapes, one};
+use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
 use crate::dtype::torch_name;
@@ -423,6 +424,86 @@ fn log_normal(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Registers the family.
+/// `multinomial(self, num_samples, replacement=False)`: draws category indices from each row
+/// of unnormalised probabilities. Without replacement, the `num_samples` largest of
+/// `p / E` (`E` exponential: the same distribution as sequential draws, the CPU's method);
+/// with replacement, each sample is the largest of its own `p / E`. Rows with a negative,
+/// infinite or NaN entry, or summing to zero, raise CPU's error at the next host wait.
+fn multinomial(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let (n, replacement) = (ctx.int(1)?, ctx.bool_or(2, false)?);
+    if !ty.dtype.is_float() {
+        return runtime("multinomial only supports floating-point dtypes for input");
+    }
+    if !(1..=2).contains(&ty.rank()) {
+        return runtime("prob_dist must be 1 or 2 dim");
+    }
+    let c = ty.shape[ty.rank() - 1];
+    if n <= 0 {
+        return runtime("cannot sample n_sample <= 0 samples");
+    }
+    if !replacement && n > c {
+        return runtime("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+    }
+    if c > 1 << 24 {
+        return runtime("number of categories cannot exceed 2^24");
+    }
+    let rows = if ty.rank() == 2 { ty.shape[0] } else { 1 };
+    let w = if ty.dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let p = ctx.tensor(0)?;
+    let draws = if replacement { n } else { 1 };
+    let e = unit(ctx, &[rows, draws, c], w, true)?;
+    let b = &mut ctx.b;
+    let p = b.convert(&p, w);
+    let p = b.reshape(&p, &[rows, c])?;
+    // Validity, checked on the device.
+    let zero = b.full_like(&p, Literal::Float(0.0));
+    let finite = b.is_finite(&p);
+    let non_negative = b.compare(CompareDir::Ge, &p, &zero)?;
+    let fine = b.and(&finite, &non_negative)?;
+    let t = b.constant(Literal::Bool(true), DType::Bool);
+    let all_fine = b.reduce(&fine, &t, &[0, 1], |b, x, y| {
+        b.and(x, y).expect("same types")
+    });
+    let z = b.constant(Literal::Float(0.0), w);
+    let sums = b.reduce(&p, &z, &[1], |b, x, y| b.add(x, y).expect("same types"));
+    let zero_rows = b.full_like(&sums, Literal::Float(0.0));
+    let positive = b.compare(CompareDir::Gt, &sums, &zero_rows)?;
+    let all_positive = b.reduce(&positive, &t, &[0], |b, x, y| {
+        b.and(x, y).expect("same types")
+    });
+    // Keys p / E (E = -log u > 0 almost surely); zero-probability categories come last.
+    let log_u = b.log(&e);
+    let exp = b.neg(&log_u);
+    let pb = b.broadcast_in_dim(&p, &[rows, draws, c], &[0, 2])?;
+    let ratio = b.div(&pb, &exp)?;
+    let zero3 = b.full_like(&pb, Literal::Float(0.0));
+    let chosen = b.compare(CompareDir::Gt, &pb, &zero3)?;
+    let never = b.full_like(&pb, Literal::Float(-1.0));
+    let keys = b.select(&chosen, &ratio, &never)?;
+    let idx = b.iota(&TensorType::new(DType::I64, [rows, draws, c]), 2);
+    let sorted = b.sort(&[&keys, &idx], 2, |b, s| {
+        b.compare(CompareDir::Gt, &s[0], &s[1]).expect("same types")
+    });
+    // Without replacement the first n of one ordering; with it, the first of each of n.
+    let take = if replacement { 1 } else { n };
+    let first = b.slice(&sorted[1], &[0, 0, 0], &[rows, draws, take], &[1, 1, 1])?;
+    let mut shape = vec![rows, n];
+    if ty.rank() == 1 {
+        shape.remove(0);
+    }
+    let out = b.reshape(&first, &shape)?;
+    let msg = "probability tensor contains either `inf`, `nan` or element < 0";
+    ctx.check_that(&all_fine, CheckKind::Runtime, msg)?;
+    let msg = "invalid multinomial distribution (sum of probabilities <= 0)";
+    ctx.check_that(&all_positive, CheckKind::Runtime, msg)?;
+    one(out)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["uniform_", "uniform", "uniform.out"], uniform);
     reg.ops(&["normal_", "normal.out"], normal);
@@ -476,4 +557,5 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["geometric_", "geometric", "geometric.out"], geometric)
         .any_cast();
     reg.ops(&["log_normal_", "log_normal", "log_normal.out"], log_normal);
+    reg.ops(&["multinomial", "multinomial.out"], multinomial);
 }

@@ -32,6 +32,13 @@ def test_histc(dtype):
         check(lambda t: torch.histc(t, bins=5, min=0, max=3), torch.tensor([0.0, float("nan"), 3.0, 1.5], dtype=dtype))
 
 
+def test_histc_range_is_not_cached_across_calls():
+    x = torch.randn(50)
+    with no_fallback():
+        for lo, hi in [(0, 0), (-10, 0), (-1, 1), (0.5, 3)]:
+            check(lambda t: torch.histc(t, bins=4, min=lo, max=hi), x)
+
+
 def test_histc_counts_integers_as_cuda_does():
     """CPU refuses integer input; CUDA counts it (Transformers' MoE routers rely on it)."""
     ids = torch.tensor([0, 3, 3, 1, 7, 2, 3, 5], dtype=torch.int32)

@@ -152,6 +152,9 @@ pub struct Ctx<'a> {
     pub(crate) rng: Option<Value>,
     /// Device-side checks the rule asked for (`Ctx::check_range`).
     checks: Vec<(Value, Check)>,
+    /// Whether host numbers (`Scalar` arguments) are part of the program's cache key, so
+    /// that a rule may read their values; otherwise they are program inputs.
+    scalars_known: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -175,6 +178,7 @@ impl<'a> Ctx<'a> {
             written: vec![None; writes.len()],
             rng: None,
             checks: Vec::new(),
+            scalars_known: true,
         }
     }
 
@@ -312,10 +316,29 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Marks `Scalar` arguments as program inputs whose values a rule must not read (the
+    /// eager driver, for entries that do not bake scalars into the cache key).
+    pub(crate) fn with_scalars_as_inputs(mut self, as_inputs: bool) -> Self {
+        self.scalars_known = !as_inputs;
+        self
+    }
+
+    /// The value of `Scalar` argument `i`: only known to entries that bake scalars, else
+    /// a program compiled for one value would be reused for another.
+    fn known_scalar(&self, i: usize, s: &ScalarMeta) -> Result<Literal> {
+        if self.scalars_known {
+            return Ok(s.value);
+        }
+        Err(Error::Runtime(format!(
+            "tpurs internal error: {} reads Scalar argument {i} but its entry does not bake scalars",
+            self.name
+        )))
+    }
+
     /// A host number baked into the program (only for ops registered with baked scalars).
     pub fn scalar_value(&self, i: usize) -> Result<Literal> {
         match self.arg(i) {
-            Arg::Scalar(s) => Ok(s.value),
+            Arg::Scalar(s) => self.known_scalar(i, s),
             Arg::Int(v) => Ok(Literal::Int(*v)),
             Arg::Float(v) => Ok(Literal::Float(*v)),
             Arg::Bool(v) => Ok(Literal::Bool(*v)),
@@ -355,7 +378,7 @@ impl<'a> Ctx<'a> {
         match self.arg(i) {
             Arg::Float(v) => Ok(*v),
             Arg::Int(v) => Ok(*v as f64),
-            Arg::Scalar(s) => Ok(s.value.as_f64()),
+            Arg::Scalar(s) => Ok(self.known_scalar(i, s)?.as_f64()),
             _ => Err(self.bad_arg(i, "a float")),
         }
     }

@@ -314,7 +314,8 @@ pub fn lower_into<'a>(
         &call.writes,
         call.default_float,
         &mut inputs,
-    );
+    )
+    .with_scalars_as_inputs(!entry.bake_scalars);
     let results = (entry.rule)(&mut ctx)?;
     let done = ctx.finish();
     let (mut b, mut written) = (done.b, done.written);

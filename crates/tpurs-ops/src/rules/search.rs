@@ -346,7 +346,7 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         isin,
     );
-    reg.ops(&["histc", "histc.out"], histc);
+    reg.ops(&["histc", "histc.out"], histc).bake_scalars();
     reg.ops(
         &[
             "searchsorted.Tensor",

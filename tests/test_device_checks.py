@@ -34,6 +34,7 @@ def bad_calls(dev):
         "nll_loss": lambda: F.nll_loss(torch.ones(2, 3, device=dev), t([0, -3])),
         "index_add": lambda: x.clone().index_add_(0, t([7]), x[:1]),
         "index_fill": lambda: x.clone().index_fill_(0, t([7]), 1.0),
+        "index_copy": lambda: x.clone().index_copy_(0, t([7]), x[:1]),
     }
 
 

@@ -342,3 +342,17 @@ def test_index_reduce(reduce, include_self):
         check(lambda t, i, s: f(t, i, s, dim=1), x, torch.tensor([2, 2]), torch.randn(5, 2))
         check(f, torch.arange(-6, 9).reshape(5, 3), idx, torch.arange(12).reshape(4, 3) - 5)
         check(lambda t, i, s: t.clone().index_reduce_(0, i, s, reduce, include_self=include_self), x, idx, src)
+
+
+def test_index_copy():
+    x = torch.randn(5, 3)
+    with no_fallback():
+        check(lambda t, i, s: t.index_copy(0, i, s), x, torch.tensor([4, 1]), torch.randn(2, 3))
+        check(lambda t, i, s: t.clone().index_copy_(1, i, s), x, torch.tensor([2, 0]), torch.randn(5, 2))
+        check(lambda t, i, s: t.index_copy(0, i, s), torch.tensor(1.0), torch.tensor([0]), torch.tensor([5.0]))
+        check(lambda t, i, s: t.index_copy(0, i, s), x, torch.tensor([], dtype=torch.int64), torch.randn(0, 3))
+    d = x.to("tpu")
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+        d.index_copy(0, torch.tensor([0], dtype=torch.int32, device="tpu"), d[:1])
+    with pytest.raises(RuntimeError, match="Number of indices"):
+        d.index_copy(0, torch.tensor([0, 1], device="tpu"), d[:3])

@@ -1,3 +1,4 @@
+//! `index_copy` (rows of `source` written into the rows of `self` that `index` names) and
 //! `index_reduce(self, dim, index, source, reduce, include_self)`: rows of `source` reduced
 //! into the rows of `self` that `index` names, with `prod`, `mean`, `amax` or `amin`. One
 //! scatter per quantity; `include_self=False` first resets the touched rows to the
@@ -8,6 +9,7 @@ use tpurs_hlo::{CompareDir, DType, Literal, ScatterDims, TensorType};
 
 use super::reduce::{add_c, highest, lowest, max_c, min_c, mul_c, Combine};
 use super::{one, wrap_dim};
+use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
@@ -122,9 +124,79 @@ fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.reshape(&r, x.shape())?)
 }
 
+/// `index_copy(self, dim, index, source)`: slice `index[i]` of `self` along `dim` becomes
+/// slice `i` of `source` (which of repeated indices wins is unspecified, as on CPU).
+fn index_copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let shape = if x.rank() == 0 {
+        vec![1]
+    } else {
+        x.shape().to_vec()
+    };
+    let dim = wrap_dim(ctx.int(1)?, shape.len())?;
+    let it = ctx.ty(2)?;
+    if it.dtype != DType::I64 {
+        return runtime(format!(
+            "index_copy_(): Expected a long tensor for index, but got {}",
+            torch_name(it.dtype)
+        ));
+    }
+    if it.rank() > 1 {
+        return Err(Error::Index(format!(
+            "index_copy_(): Index should have dimension 1 or 0 (got {})",
+            it.rank()
+        )));
+    }
+    let st = ctx.ty(3)?;
+    if st.dtype != x.dtype() {
+        return runtime(format!(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+            torch_name(x.dtype()),
+            torch_name(st.dtype)
+        ));
+    }
+    let n = it.numel();
+    let mut expect = shape.clone();
+    expect[dim] = n;
+    let along = if st.rank() == 0 {
+        1
+    } else {
+        st.shape[dim.min(st.rank() - 1)]
+    };
+    if along != n || st.numel() != expect.iter().product::<i64>() {
+        return runtime(format!(
+            "index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({along})"
+        ));
+    }
+    let idx = ctx.tensor(2)?;
+    let size = shape[dim];
+    let msg =
+        format!("index_copy_(): index {{}} is out of bounds for dimension {dim} with size {size}");
+    ctx.check_range(&idx, 0, size, CheckKind::Index, msg)?;
+    if n == 0 {
+        return one(x);
+    }
+    let src = ctx.tensor(3)?;
+    let b = &mut ctx.b;
+    let x1 = b.reshape(&x, &shape)?;
+    let src = b.reshape(&src, &expect)?;
+    let ind = b.reshape(&idx, &[n, 1])?;
+    let dims = ScatterDims {
+        update_window_dims: (0..shape.len() as i64)
+            .filter(|&d| d != dim as i64)
+            .collect(),
+        inserted_window_dims: vec![dim as i64],
+        scatter_dims_to_operand_dims: vec![dim as i64],
+        index_vector_dim: 1,
+    };
+    let r = b.scatter(&x1, &ind, &src, &dims, None);
+    one(b.reshape(&r, x.shape())?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["index_reduce", "index_reduce_", "index_reduce.out"],
         index_reduce,
     );
+    reg.ops(&["index_copy", "index_copy_", "index_copy.out"], index_copy);
 }

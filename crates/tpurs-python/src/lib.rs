@@ -22,7 +22,24 @@ fn to_py(e: Error) -> PyErr {
         ErrorKind::Type => PyTypeError::new_err(msg),
         ErrorKind::NotImplemented => PyNotImplementedError::new_err(msg),
         ErrorKind::Runtime => PyRuntimeError::new_err(msg),
+        ErrorKind::OutOfMemory => out_of_memory(msg),
     }
+}
+
+/// `torch.OutOfMemoryError(msg)` (a `RuntimeError` where torch is not importable).
+fn out_of_memory(msg: String) -> PyErr {
+    Python::attach(|py| {
+        let class = py
+            .import("torch")
+            .and_then(|torch| torch.getattr("OutOfMemoryError"));
+        match class {
+            Ok(class) => match class.call1((msg.clone(),)) {
+                Ok(err) => PyErr::from_value(err),
+                Err(_) => PyRuntimeError::new_err(msg),
+            },
+            Err(_) => PyRuntimeError::new_err(msg),
+        }
+    })
 }
 
 /// The runtime torch's "tpu" device runs on, created by `init`.

@@ -174,8 +174,11 @@ impl Batch {
         let outs = match result {
             Ok(outs) => outs,
             Err(e) => {
+                // Every tensor the program would have produced raises when read, never
+                // reads as zeros.
+                let why: Arc<str> = e.to_string().into();
                 for (_, s) in &live {
-                    s.set_contents(Contents::Empty);
+                    s.set_contents(Contents::Lost(why.clone()));
                 }
                 return Err(e);
             }
@@ -261,6 +264,15 @@ pub fn ready(rt: &Runtime, storage: &Storage) -> Result<Option<Flat>> {
     }
     Ok(match storage.contents() {
         Contents::Ready(f) => Some(f),
+        Contents::Lost(why) => return Err(lost(&why)),
         _ => None,
     })
+}
+
+/// The error of reading a tensor whose program failed.
+pub(crate) fn lost(why: &str) -> crate::Error {
+    crate::Error::Invalid(
+        crate::error::ErrorKind::Runtime,
+        format!("this tensor has no values: the program that computes it failed: {why}"),
+    )
 }

@@ -14,6 +14,8 @@ pub enum ErrorKind {
     Type = 4,
     /// `NotImplementedError`
     NotImplemented = 5,
+    /// `torch.OutOfMemoryError` (a `RuntimeError`, what CUDA raises)
+    OutOfMemory = 6,
 }
 
 /// A runtime error.
@@ -45,6 +47,8 @@ impl Error {
                 _ => ErrorKind::Runtime,
             },
             Error::Invalid(k, _) => *k,
+            // absl's RESOURCE_EXHAUSTED: the device (or host) memory ran out.
+            Error::Pjrt(tpurs_pjrt::Error::Plugin { code: 8, .. }) => ErrorKind::OutOfMemory,
             _ => ErrorKind::Runtime,
         }
     }

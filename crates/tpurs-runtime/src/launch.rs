@@ -93,7 +93,7 @@ impl Scratch {
                 dtype: f.dtype,
             },
             Contents::Pending { dtype, numel, .. } => StorageMeta { numel, dtype },
-            Contents::Empty => {
+            Contents::Empty | Contents::Lost(_) => {
                 let dtype = dtype_of(t.dtype)?;
                 StorageMeta {
                     numel: (storage.nbytes / dtype.byte_size()) as i64,
@@ -494,6 +494,7 @@ fn bind_params(
                         batch: id, node, ..
                     } if id == batch.id() => Binding::Node(node),
                     Contents::Ready(f) => batch.external(f.buffer),
+                    Contents::Lost(why) => return Err(crate::defer::lost(&why)),
                     _ => {
                         let m = &s.slot_meta[slot];
                         let flat = zeros(rt, dev, m.dtype, m.numel)?;

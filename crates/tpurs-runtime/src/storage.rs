@@ -138,6 +138,8 @@ pub enum Contents {
         /// Element count.
         numel: i64,
     },
+    /// Never computed: the program that was to produce it failed (why). Reads raise.
+    Lost(Arc<str>),
 }
 
 /// Device memory of one storage. Created by the allocator or as an op output; torch holds

@@ -30,6 +30,8 @@ const TpursRuntime* g_rt = nullptr;
       TORCH_CHECK_TYPE(false, msg);
     case TPURS_NOT_IMPLEMENTED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    case TPURS_OUT_OF_MEMORY:
+      TORCH_CHECK_WITH(OutOfMemoryError, false, msg);
     default:
       TORCH_CHECK(false, msg);
   }

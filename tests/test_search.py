@@ -79,6 +79,8 @@ def test_searchsorted(right):
             lambda s, v: torch.searchsorted(s, v, right=right), torch.tensor([1, 3, 5, 7]), torch.tensor([0, 3, 6, 8])
         )
         check(lambda s, v: torch.searchsorted(s, v, right=right), torch.tensor([]), torch.tensor([1.0]))
+        empty = torch.zeros(2, 0)
+        check(lambda s, v, o: torch.searchsorted(s, v, sorter=o), empty, torch.randn(2, 3), empty.long())
 
 
 def test_bucketize():

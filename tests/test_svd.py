@@ -103,3 +103,42 @@ def test_svd_errors_match_cpu():
         torch.linalg.svd(torch.randn(3, device="tpu"))
     with pytest.raises(RuntimeError, match="driver"):
         torch.linalg.svd(torch.randn(3, 3, device="tpu"), driver="gesvd")
+
+
+# Empty systems leave out gels: LAPACK's gels zeroes B on an empty A, so CPU residuals there
+# are not a reference.
+LSTSQ_CASES = [
+    (driver, shape)
+    for driver in ["gels", "gelsy", "gelsd", "gelss"]
+    for shape in [(5, 3), (3, 3), (2, 3), (3, 5, 3), (0, 3), (3, 0)]
+    if not (driver == "gels" and 0 in shape)
+]
+
+
+@pytest.mark.parametrize("driver,shape", LSTSQ_CASES)
+def test_lstsq_matches_each_cpu_driver(driver, shape):
+    a = torch.randn(*shape)
+    with no_fallback():
+        check(
+            lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a, torch.randn(*shape[:-1], 2), atol=1e-4, rtol=1e-4
+        )
+        if len(shape) == 2:  # a vector right-hand side
+            check(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a, torch.randn(shape[0]), atol=1e-4, rtol=1e-4)
+
+
+def test_lstsq_rank_deficient_rcond_and_gradients():
+    low = torch.randn(6, 2) @ torch.randn(2, 4)
+    with no_fallback():
+        check(lambda x, y: torch.linalg.lstsq(x, y, driver="gelsd"), low, torch.randn(6, 2), atol=1e-4, rtol=1e-4)
+        check(lambda x, y: torch.linalg.lstsq(x, y, rcond=0.5, driver="gelss"), torch.randn(5, 3), torch.randn(5, 1))
+        a = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+        check(
+            lambda x, y: torch.linalg.lstsq(x, y).solution.sum(), a, torch.randn(5, 2, dtype=torch.float64), grad=True
+        )
+    d = torch.randn(5, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="should match other.size"):
+        torch.linalg.lstsq(d, torch.randn(4, 2, device="tpu"))
+    with pytest.raises(RuntimeError, match="parameter `driver` should be one of"):
+        torch.linalg.lstsq(d, torch.randn(5, 2, device="tpu"), driver="foo")
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.linalg.lstsq(d, torch.randn(5, 2, dtype=torch.float64, device="tpu"))

@@ -288,7 +288,8 @@ fn searchsorted(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let dtype = common_dtype(ctx, &[0, 1])?;
     let mut seq = ctx.tensor(0)?;
-    if ctx.has(5) {
+    // (An empty sequence has nothing to reorder: every position is 0.)
+    if ctx.has(5) && st.numel() > 0 {
         let m = st.shape[st.rank() - 1];
         let sorter = ctx.tensor(5)?;
         let msg = "torch.searchsorted(): sorter index out of range";

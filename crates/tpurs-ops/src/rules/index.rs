@@ -169,6 +169,24 @@ fn select_rows(b: &mut Builder, x: &Value, dim: usize, index: &Value) -> Result<
     Ok(b.gather(x, &idx, &dims, &shape))
 }
 
+/// Scatter dimensions that write whole slices of a rank-`rank` operand along `dim`, one per
+/// row of `[n, 1]` indices (`index_add`, `index_copy`, `index_reduce`).
+pub(super) fn slices_along(rank: usize, dim: usize) -> ScatterDims {
+    ScatterDims {
+        update_window_dims: (0..rank as i64).filter(|&d| d != dim as i64).collect(),
+        inserted_window_dims: vec![dim as i64],
+        scatter_dims_to_operand_dims: vec![dim as i64],
+        index_vector_dim: 1,
+    }
+}
+
+/// Raises CPU's "index out of range in self" (an `IndexError`, at the next host wait) for
+/// indices outside `0..shape[dim]` (`index_select`, `index_add`).
+fn check_in_self(ctx: &mut Ctx, idx: &Value, shape: &[i64], dim: usize) -> Result<()> {
+    let size = shape.get(dim).copied().unwrap_or(1);
+    ctx.check_range(idx, 0, size, CheckKind::Index, "index out of range in self")
+}
+
 /// Reads argument `i` as an index tensor converted to i64 (checking int32 / int64).
 fn index_arg(ctx: &mut Ctx, i: usize, op: &str, allow_int: bool) -> Result<Value> {
     let dt = ctx.ty(i)?.dtype;
@@ -191,14 +209,7 @@ fn index_select(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let idx = index_arg(ctx, 2, "index_select", true)?;
-    let size = x.shape().get(dim).copied().unwrap_or(1);
-    ctx.check_range(
-        &idx,
-        0,
-        size,
-        CheckKind::Index,
-        "index out of range in self",
-    )?;
+    check_in_self(ctx, &idx, x.shape(), dim)?;
     if x.rank() == 0 {
         return one(x);
     }
@@ -394,14 +405,7 @@ fn index_add(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let idx = index_arg(ctx, 2, "index_add_", true)?;
-    let size = x.shape().get(dim).copied().unwrap_or(1);
-    ctx.check_range(
-        &idx,
-        0,
-        size,
-        CheckKind::Index,
-        "index out of range in self",
-    )?;
+    check_in_self(ctx, &idx, x.shape(), dim)?;
     let st = ctx.ty(3)?;
     if st.dtype != x.dtype() {
         return runtime(format!(
@@ -440,12 +444,7 @@ fn index_add(ctx: &mut Ctx) -> Result<Vec<Out>> {
         };
     }
     let ind = ctx.b.reshape(&idx, &[n, 1])?;
-    let dims = ScatterDims {
-        update_window_dims: (0..x1.rank() as i64).filter(|&d| d != dim as i64).collect(),
-        inserted_window_dims: vec![dim as i64],
-        scatter_dims_to_operand_dims: vec![dim as i64],
-        index_vector_dim: 1,
-    };
+    let dims = slices_along(x1.rank(), dim);
     let r = ctx.b.scatter(&x1, &ind, &s, &dims, Some(combine_add));
     one(ctx.b.reshape(&r, x.shape())?)
 }

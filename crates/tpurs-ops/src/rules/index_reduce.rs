@@ -5,8 +5,9 @@
 //! reduction's identity, and `mean` divides by a scattered count (floor division for
 //! integers, as on CPU).
 
-use tpurs_hlo::{CompareDir, DType, Literal, ScatterDims, TensorType};
+use tpurs_hlo::{CompareDir, DType, Literal, TensorType};
 
+use super::index::slices_along;
 use super::reduce::{add_c, highest, lowest, max_c, min_c, mul_c, Combine};
 use super::{one, wrap_dim};
 use crate::checks::CheckKind;
@@ -71,14 +72,7 @@ fn index_reduce(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let s = b.reshape(&s, &expect)?;
     let idx = b.convert(&idx, DType::I64);
     let ind = b.reshape(&idx, &[n, 1])?;
-    let dims = ScatterDims {
-        update_window_dims: (0..shape.len() as i64)
-            .filter(|&d| d != dim as i64)
-            .collect(),
-        inserted_window_dims: vec![dim as i64],
-        scatter_dims_to_operand_dims: vec![dim as i64],
-        index_vector_dim: 1,
-    };
+    let dims = slices_along(shape.len(), dim);
     // How many source rows land on each row of self.
     let zeros = b.splat(Literal::Int(0), &TensorType::new(DType::I32, shape.clone()));
     let ones = b.splat(
@@ -181,14 +175,7 @@ fn index_copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x1 = b.reshape(&x, &shape)?;
     let src = b.reshape(&src, &expect)?;
     let ind = b.reshape(&idx, &[n, 1])?;
-    let dims = ScatterDims {
-        update_window_dims: (0..shape.len() as i64)
-            .filter(|&d| d != dim as i64)
-            .collect(),
-        inserted_window_dims: vec![dim as i64],
-        scatter_dims_to_operand_dims: vec![dim as i64],
-        index_vector_dim: 1,
-    };
+    let dims = slices_along(shape.len(), dim);
     let r = b.scatter(&x1, &ind, &src, &dims, None);
     one(b.reshape(&r, x.shape())?)
 }

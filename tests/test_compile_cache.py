@@ -140,3 +140,45 @@ def test_the_cache_stays_within_its_budget_dropping_the_least_recently_used(tmp_
     # loads everything from the cache.
     again = run_many(limited, 8, max_bytes=budget)
     assert again["compiles"] == 0 and again["tier3_hits"] > 0
+
+
+BOUNDED = r"""
+import json, torch
+import tpurs._core as core
+
+def mappings():
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+def sweep():
+    for n in range(1, 41):
+        a = torch.arange(3 * n, dtype=torch.float32, device="tpu").reshape(n, 3)
+        got = ((a * 2 + 1).sin().sum()).item()
+        want = ((a.cpu() * 2 + 1).sin().sum()).item()
+        assert abs(got - want) <= 1e-4 * max(1.0, abs(want)), (n, got, want)
+    return mappings(), core.compile_cache_size()
+
+first = sweep()
+second = sweep()
+print(json.dumps({"first": first, "second": second, "metrics": torch.tpu.metrics()["tier3_hits"]}))
+"""
+
+
+def test_the_in_memory_cache_is_bounded_and_releases_programs(tmp_path):
+    # Each executable keeps its code mapped; an unbounded cache ran long processes into the
+    # kernel's mapping limit ("Failed to materialize symbols"). With room for 8 programs of
+    # each kind, a second sweep over 40 shapes reloads evicted programs from disk and the
+    # process's mappings stay where the first sweep left them.
+    env = dict(
+        os.environ,
+        TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT=str(tmp_path),
+        TPURS_FALLBACK="error",
+        TPURS_MAX_CACHED_PROGRAMS="8",
+    )
+    proc = subprocess.run([sys.executable, "-c", BOUNDED], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    (maps1, size1), (maps2, size2) = out["first"], out["second"]
+    assert size1 <= 16 and size2 <= 16
+    assert out["metrics"] >= 40, "the second sweep loads evicted programs from tier 3"
+    assert maps2 <= maps1 + 40, (maps1, maps2)

@@ -152,7 +152,7 @@ fn scatter_elems(
 }
 
 /// Gathers slices of `x` along `dim` at the 1-d i64 `index` (`index_select`).
-fn select_rows(b: &mut Builder, x: &Value, dim: usize, index: &Value) -> Result<Value> {
+pub(super) fn select_rows(b: &mut Builder, x: &Value, dim: usize, index: &Value) -> Result<Value> {
     let n = index.ty.numel();
     let idx = b.reshape(index, &[n, 1])?;
     let mut shape = x.shape().to_vec();

@@ -13,6 +13,7 @@ mod adaptive_pool;
 mod conv;
 mod decomp;
 mod elementwise;
+mod embedding_bag;
 mod factory;
 mod foreach;
 mod gated;
@@ -51,6 +52,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     gated::register(reg);
     polynomials::register(reg);
     nn::register(reg);
+    embedding_bag::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);
     group_norm::register(reg);

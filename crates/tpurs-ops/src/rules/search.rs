@@ -12,7 +12,7 @@ use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// `table[idx]` for a 1-d `table` and i64 `idx` of any shape (indices in range).
-fn take(b: &mut Builder, table: &Value, idx: &Value) -> Result<Value> {
+pub(super) fn take(b: &mut Builder, table: &Value, idx: &Value) -> Result<Value> {
     let mut with_vector = idx.shape().to_vec();
     with_vector.push(1);
     let at = b.reshape(idx, &with_vector)?;
@@ -209,7 +209,7 @@ fn histc(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Positions of `values` in `seq` (sorted along its last dim; one row for all values when
 /// 1-d) by the CPU's binary search: the first position whose element is `>= v` (`> v` with
 /// `right`), so NaNs and ties land where they land on the CPU.
-fn search(b: &mut Builder, seq: &Value, values: &Value, right: bool) -> Result<Value> {
+pub(super) fn search(b: &mut Builder, seq: &Value, values: &Value, right: bool) -> Result<Value> {
     let r = seq.rank();
     let m = seq.shape()[r - 1];
     let vshape = values.shape().to_vec();

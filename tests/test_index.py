@@ -356,3 +356,41 @@ def test_index_copy():
         d.index_copy(0, torch.tensor([0], dtype=torch.int32, device="tpu"), d[:1])
     with pytest.raises(RuntimeError, match="Number of indices"):
         d.index_copy(0, torch.tensor([0, 1], device="tpu"), d[:3])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_take_and_put(dtype):
+    x = sample((3, 4), dtype)
+    idx = torch.tensor([[0, -1], [5, 11], [-12, 3]])
+    src = sample((3, 2), dtype)
+    with no_fallback():
+        check(torch.take, x, idx)
+        check(torch.take, x.t(), idx)  # a strided view: positions follow its own order
+        check(torch.take, sample((), dtype), torch.tensor([0, -1]))
+        check(torch.take, x, torch.tensor([], dtype=torch.int64))
+        check(lambda t, i, s: t.clone().put_(i, s), x, torch.tensor([[0, 7], [-1, 4], [2, 9]]), src)
+        check(lambda t, i, s: t.put(i, s), x, torch.tensor([1, 6]), src[0])
+        if dtype not in (torch.bool,):
+            check(lambda t, i, s: t.put(i, s, accumulate=True), x, torch.tensor([1, 1, -11, 2, 0, 0]), src)
+
+
+def test_take_and_put_grad_and_errors():
+    x = torch.randn(3, 4, requires_grad=True)
+    idx = torch.tensor([1, 1, -1, 5])
+    with no_fallback():
+        check(torch.take, x, idx, grad=True)
+        check(
+            lambda t, s: t.put(idx.to(t.device), s, accumulate=True), x, torch.randn(4, requires_grad=True), grad=True
+        )
+        d = torch.arange(6.0, device="tpu")
+        with pytest.raises(IndexError, match="tried to access index 10 on a tensor of 6 elements"):
+            torch.take(d, torch.tensor([0, 10], device="tpu")).cpu()
+        with pytest.raises(IndexError, match="tried to access index -7 on a tensor of 6 elements"):
+            d.clone().put_(torch.tensor([-7], device="tpu"), torch.ones(1, device="tpu")).cpu()
+        with pytest.raises(IndexError, match="Expected source and index to have the same number of elements"):
+            d.put_(torch.tensor([1, 2], device="tpu"), torch.ones(1, device="tpu"))
+        with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+            torch.take(d, torch.tensor([1], dtype=torch.int32, device="tpu"))
+        with pytest.raises(IndexError, match="tried to take from an empty tensor"):
+            torch.take(d[:0], torch.tensor([0], device="tpu"))
+        assert torch.take(d, torch.tensor([-1], device="tpu")).item() == 5.0

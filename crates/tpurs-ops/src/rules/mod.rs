@@ -15,6 +15,7 @@ mod decomp;
 mod elementwise;
 mod embedding_bag;
 mod factory;
+mod flat_index;
 mod foreach;
 mod gated;
 mod graph_only;
@@ -52,6 +53,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     gated::register(reg);
     polynomials::register(reg);
     nn::register(reg);
+    flat_index::register(reg);
     embedding_bag::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

@@ -25,8 +25,7 @@ fn positions(ctx: &mut Ctx, i: usize, numel: i64, op: &str) -> Result<Value> {
     let idx = ctx.tensor(i)?;
     let msg = format!("out of range: tried to access index {{}} on a tensor of {numel} elements.");
     ctx.check_range(&idx, -numel, numel, CheckKind::Index, msg)?;
-    let b = &mut ctx.b;
-    Ok(wrap(b, &idx, numel)?)
+    wrap(&mut ctx.b, &idx, numel)
 }
 
 /// `idx + numel` where `idx` is negative.

@@ -1,7 +1,8 @@
 """Out-of-range indices raise what CPU PyTorch raises (type and message), checked on the
 device inside the op's own program and raised at the next point where the host waits
 (a read, `synchronize`), or at the op itself in launch-blocking mode; the process goes on
-working afterwards, and `TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves the checks out."""
+working afterwards, compiled graphs carry the same checks, and
+`TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves the checks out."""
 
 import os
 import subprocess
@@ -118,3 +119,27 @@ def test_checks_can_be_turned_off():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["unchecked"]
+
+
+@pytest.mark.parametrize("name", ["index", "gather", "embedding", "cross_entropy", "index_put"])
+def test_compiled_graphs_carry_the_checks(name):
+    x = torch.arange(5.0, device="tpu")
+    fns = {
+        "index": lambda x, i: x[i] * 2,
+        "gather": lambda x, i: torch.gather(x, 0, i) + 1,
+        "embedding": lambda x, i: F.embedding(i, x.view(5, 1)).sum(),
+        "cross_entropy": lambda x, i: F.cross_entropy(x.view(1, 5), i),
+        "index_put": lambda x, i: x.clone().index_put_((i,), x[:1]) * 3,
+    }
+    f = torch.compile(fns[name], fullgraph=True)
+    good = torch.tensor([4], device="tpu")
+    torch.testing.assert_close(f(x, good).cpu(), fns[name](x.cpu(), good.cpu()))
+    bad = torch.tensor([9], device="tpu")
+    with pytest.raises((IndexError, RuntimeError)) as on_cpu:
+        fns[name](x.cpu(), bad.cpu())
+    out = f(x, bad)  # no host wait yet: nothing raised
+    with pytest.raises(type(on_cpu.value)) as info:
+        out.cpu()
+    assert str(info.value) == str(on_cpu.value)
+    assert torch.tpu.metrics()["graph_compiles"] > 0
+    torch.testing.assert_close(f(x, good).cpu(), fns[name](x.cpu(), good.cpu()))

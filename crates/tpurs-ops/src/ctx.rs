@@ -151,7 +151,7 @@ pub struct Ctx<'a> {
     /// The generator state after this call's random numbers, once any were drawn.
     pub(crate) rng: Option<Value>,
     /// Device-side checks the rule asked for (`Ctx::check_range`).
-    checks: Vec<(Value, Check)>,
+    pub(crate) checks: Vec<(Value, Check)>,
     /// Whether host numbers (`Scalar` arguments) are part of the program's cache key, so
     /// that a rule may read their values; otherwise they are program inputs.
     scalars_known: bool,

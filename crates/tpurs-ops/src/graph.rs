@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use tpurs_hlo::{Builder, DType, Precision, Value};
 
+use crate::checks::Check;
 use crate::ctx::{Arg, Ctx, Inputs, Out, ScalarMeta, TensorArg, WriteTarget};
 use crate::error::{runtime, Error, Result};
 use crate::table::{op_entry, OpId, Registry};
@@ -72,7 +73,7 @@ pub fn register_graph(graph: Graph) -> Result<(i64, String)> {
     let inputs: Vec<Value> = graph.inputs.iter().map(|t| b.param(t.ty())).collect();
     let mut rng = None;
     let mut fresh_rng = FreshRng;
-    let (b, outs) = lower_graph(b, &graph, inputs, &mut fresh_rng, &mut rng)?;
+    let (b, outs, _) = lower_graph(b, &graph, inputs, &mut fresh_rng, &mut rng)?;
     let mlir = b.finish(&outs);
     let mut all = graphs().write().unwrap_or_else(|e| e.into_inner());
     all.push(Arc::new(graph));
@@ -134,15 +135,19 @@ impl Inputs for NodeInputs<'_> {
     }
 }
 
+/// What lowering a graph gives: the builder, the graph's outputs and the nodes' device-side
+/// checks.
+type LoweredGraph = (Builder, Vec<Value>, Vec<(Value, Check)>);
+
 /// Lowers the nodes of `graph` into `b` over `inputs`; random ops continue the generator
-/// state `rng` (drawn from `outer` at first use). Returns the graph's outputs.
+/// state `rng` (drawn from `outer` at first use).
 fn lower_graph(
     mut b: Builder,
     graph: &Graph,
     inputs: Vec<Value>,
     outer: &mut dyn Inputs,
     rng: &mut Option<Value>,
-) -> Result<(Builder, Vec<Value>)> {
+) -> Result<LoweredGraph> {
     b.set_precision(graph.precision);
     if inputs.len() != graph.inputs.len() {
         return runtime(format!(
@@ -163,6 +168,7 @@ fn lower_graph(
         }
     }
     let mut env: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
+    let mut checks = Vec::new();
     for node in &graph.nodes {
         let entry = op_entry(node.op);
         let types = |r: &NodeRef| -> TensorArg {
@@ -195,10 +201,10 @@ fn lower_graph(
         )
         .with_rng(rng.take());
         let (results, ctx) = run_rule(ctx, entry.rule)?;
-        // Device-side checks are not outputs of compiled graphs yet (eager only).
         let done = ctx.finish();
         let (mut next, written) = (done.b, done.written);
         *rng = done.rng;
+        checks.extend(done.checks);
         let results = if node.writes.is_empty() {
             results
         } else {
@@ -225,7 +231,7 @@ fn lower_graph(
                 .ok_or_else(|| Error::Runtime(format!("tpurs graph: output {v} is undefined")))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok((b, outs))
+    Ok((b, outs, checks))
 }
 
 fn run_rule<'a>(mut ctx: Ctx<'a>, rule: crate::table::Rule) -> Result<(Vec<Out>, Ctx<'a>)> {
@@ -285,15 +291,17 @@ fn check_refs(args: &[NodeArg], defined: usize, outs: usize, name: &str) -> Resu
     Ok(())
 }
 
-/// `tpurs::graph(int id, Tensor[] inputs) -> Tensor[]`: runs a registered graph.
+/// `tpurs::graph(int id, Tensor[] inputs) -> Tensor[]`: runs a registered graph. Its
+/// nodes' device-side checks become the op's, read like any eager op's.
 fn run_graph(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let graph = graph_by_id(ctx.int(0)?)?;
     let inputs = ctx.tensors(1)?;
     let b = std::mem::take(&mut ctx.b);
     let mut rng = ctx.rng.take();
-    let (b, outs) = lower_graph(b, &graph, inputs, ctx.inputs(), &mut rng)?;
+    let (b, outs, checks) = lower_graph(b, &graph, inputs, ctx.inputs(), &mut rng)?;
     ctx.b = b;
     ctx.rng = rng;
+    ctx.checks.extend(checks);
     Ok(outs.into_iter().map(Some).collect())
 }
 

@@ -18,7 +18,7 @@ use tpurs_ops::{lower_into, ParamProvider, ParamSource};
 use tpurs_pjrt::Buffer;
 
 use crate::cache::{get_or_compile_fused, Plan};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::bump;
 use crate::profile::now_ns;
 use crate::runtime::Runtime;
@@ -33,6 +33,9 @@ pub(crate) enum Binding {
     /// Output `n` of an earlier op of the batch.
     Node(u32),
 }
+
+/// A node's buffer once its op ran, or why it has none.
+type NodeResult = std::result::Result<Arc<Buffer>, Arc<str>>;
 
 struct Node {
     storage: Weak<Storage>,
@@ -171,36 +174,84 @@ impl Batch {
             }
             Ok(outs)
         });
-        let outs = match result {
-            Ok(outs) => outs,
-            Err(e) => {
-                // Every tensor the program would have produced raises when read, never
-                // reads as zeros.
-                let why: Arc<str> = e.to_string().into();
-                for (_, s) in &live {
-                    s.set_contents(Contents::Lost(why.clone()));
-                }
-                return Err(e);
+        let (outs, failure) = match result {
+            Ok(outs) => {
+                bump(&rt.metrics.op_launches, 1);
+                let outs = outs.into_iter().map(|b| Ok(Arc::new(b))).collect();
+                (outs, None)
             }
+            Err(_) => batch.replay(rt, &live, device),
         };
-        bump(&rt.metrics.op_launches, 1);
         let mut last = None;
-        for ((n, s), buf) in live.iter().zip(outs) {
+        for ((n, s), out) in live.iter().zip(outs) {
             let ty = &batch.nodes[*n as usize].ty;
-            let buffer = Arc::new(buf);
-            last = Some(buffer.clone());
-            s.set(Flat {
-                buffer,
-                dtype: ty.dtype,
-                numel: ty.shape[0],
-            });
+            match out {
+                Ok(buffer) => {
+                    last = Some(buffer.clone());
+                    s.set(Flat {
+                        buffer,
+                        dtype: ty.dtype,
+                        numel: ty.shape[0],
+                    });
+                }
+                // A tensor whose op failed raises when read, never reads as zeros.
+                Err(why) => s.set_contents(Contents::Lost(why)),
+            }
         }
         if let Some(b) = last {
             *rt.last_output[device]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = Some(b);
         }
-        Ok(())
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Runs a batch whose fused program failed op by op, each op's own program: the ops
+    /// before the failing one (and those not fed by it) keep their results. Returns each
+    /// live node's buffer or why it has none, and the first op's error.
+    fn replay(
+        &self,
+        rt: &Runtime,
+        live: &[(u32, Arc<Storage>)],
+        device: usize,
+    ) -> (Vec<NodeResult>, Option<Error>) {
+        let mut nodes: Vec<NodeResult> = Vec::with_capacity(self.nodes.len());
+        let mut first_error = None;
+        for (plan, bindings) in &self.ops {
+            let args: std::result::Result<Vec<Arc<Buffer>>, Arc<str>> = bindings
+                .iter()
+                .map(|b| match *b {
+                    Binding::External(k) => Ok(self.externals[k as usize].clone()),
+                    Binding::Node(n) => nodes[n as usize].clone(),
+                })
+                .collect();
+            let outs = args.and_then(|args| {
+                let refs: Vec<&Buffer> = args.iter().map(|b| b.as_ref()).collect();
+                let run = plan
+                    .executable(rt)
+                    .and_then(|exe| Ok(exe.execute(&refs, device)?));
+                run.map_err(|e| {
+                    let why: Arc<str> = e.to_string().into();
+                    first_error.get_or_insert(e);
+                    why
+                })
+            });
+            match outs {
+                Ok(outs) => {
+                    bump(&rt.metrics.op_launches, 1);
+                    nodes.extend(outs.into_iter().map(|b| Ok(Arc::new(b))));
+                }
+                Err(why) => {
+                    let n = plan.lowered.outputs.len();
+                    nodes.extend(std::iter::repeat_n(Err(why), n));
+                }
+            }
+        }
+        let outs = live
+            .iter()
+            .map(|(n, _)| nodes[*n as usize].clone())
+            .collect();
+        (outs, first_error)
     }
 }
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from . import _core, memory  # noqa: F401 (torch.tpu.memory)
+from . import _core, memory, ops  # noqa: F401 (torch.tpu.memory, torch.tpu.ops)
 from .benchmark import Timing, benchmark  # noqa: F401 (torch.tpu names)
 from .memory import (  # noqa: F401 (torch.tpu names)
     empty_cache,

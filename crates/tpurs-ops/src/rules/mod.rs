@@ -20,6 +20,7 @@ mod foreach;
 mod gated;
 mod graph_only;
 mod group_norm;
+mod grouped_mm;
 mod index;
 mod index_reduce;
 mod linalg;
@@ -47,6 +48,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     foreach::register(reg);
     random::register(reg);
     matmul::register(reg);
+    grouped_mm::register(reg);
     linalg::register(reg);
     decomp::register(reg);
     lu::register(reg);

@@ -1,0 +1,22 @@
+"""`torch.tpu.ops`: kernels under TorchTPU's names.
+
+- `ragged_dot(lhs, rhs, group_sizes)`: the grouped matmul of mixture-of-experts layers
+  (JAX's `ragged_dot`). `lhs` is `[m, k]` with its rows in consecutive groups of
+  `group_sizes[g]` rows, `rhs` is `[g, k, n]`; the rows of group `g` are multiplied by
+  `rhs[g]`, rows past the last group give zeros. It is `torch._grouped_mm` over the groups'
+  cumulative ends, which tpurs lowers natively: the sizes stay on the device (no host read,
+  no new program when they change), autograd and `torch.compile` work as for any ATen op."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["ragged_dot"]
+
+
+def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:
+    """Grouped matmul: `out[r] = lhs[r] @ rhs[g]` for the rows `r` of group `g`."""
+    if group_sizes.dim() != 1 or group_sizes.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"ragged_dot: group_sizes must be a 1-d integer tensor, got {group_sizes.dtype}")
+    ends = group_sizes.cumsum(0, dtype=torch.int32)
+    return torch._grouped_mm(lhs, rhs, offs=ends)

@@ -10,6 +10,7 @@ use crate::table::Registry;
 
 mod activations;
 mod adaptive_pool;
+mod batch_norm;
 mod conv;
 mod decomp;
 mod elementwise;
@@ -29,6 +30,7 @@ mod matmul;
 mod nn;
 mod pad;
 mod polynomials;
+mod pool;
 mod random;
 mod reduce;
 mod running;
@@ -61,6 +63,8 @@ pub(crate) fn register_all(reg: &mut Registry) {
     adaptive_pool::register(reg);
     group_norm::register(reg);
     conv::register(reg);
+    pool::register(reg);
+    batch_norm::register(reg);
     reduce::register(reg);
     running::register(reg);
     search::register(reg);

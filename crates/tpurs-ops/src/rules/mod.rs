@@ -10,6 +10,7 @@ use crate::table::Registry;
 
 mod activations;
 mod adaptive_pool;
+mod advanced_index;
 mod batch_norm;
 mod conv;
 mod decomp;
@@ -70,6 +71,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     search::register(reg);
     softmax::register(reg);
     index::register(reg);
+    advanced_index::register(reg);
     index_reduce::register(reg);
     shape::register(reg);
     sort::register(reg);

@@ -26,6 +26,7 @@ mod grouped_mm;
 mod index;
 mod index_reduce;
 mod linalg;
+mod losses;
 mod lu;
 mod matmul;
 mod nn;
@@ -58,6 +59,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     gated::register(reg);
     polynomials::register(reg);
     nn::register(reg);
+    losses::register(reg);
     flat_index::register(reg);
     embedding_bag::register(reg);
     activations::register(reg);

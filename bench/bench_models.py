@@ -2,11 +2,11 @@
 eager and tpurs compiled. Rows: training steps (loss read back; median of 5 after 2 warm-ups)
 of Hugging Face Llama (`examples/llama`: 4 layers, hidden 128, grouped-query attention, 746k
 parameters; batch 16 x 64 tokens, AdamW), torchvision ResNet-18 (`examples/resnet`: batch 32,
-32x32 synthetic images, SGD) and the DLRM of `examples/dlrm` (batch 256, four EmbeddingBag
-tables, Adagrad); and Llama's static-cache greedy decode (ms per token, from the difference
+32x32 synthetic images, SGD), the DLRM of `examples/dlrm` (batch 256, four EmbeddingBag
+tables, Adagrad) and Diffusers' UNet2DModel of `examples/unet` (batch 16, 32x32, AdamW); and Llama's static-cache greedy decode (ms per token, from the difference
 of a 1-token and a 40-token generation, medians of 3 after warm-up). Ratios are value / CPU
 eager (below 1: tpurs is faster).
-Run: `.venv/bin/python bench/bench_models.py [--md] [--only llama|resnet|dlrm]`.
+Run: `.venv/bin/python bench/bench_models.py [--md] [--only llama|resnet|dlrm|unet]`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def example(name: str):
     return module
 
 
-llama, resnet, dlrm = example("llama"), example("resnet"), example("dlrm")
+llama, resnet, dlrm, unet = example("llama"), example("resnet"), example("dlrm"), example("unet")
 BLOCK = 64
 
 
@@ -91,6 +91,27 @@ def dlrm_step(device: str, compiled: bool):
     return step
 
 
+def unet_step(device: str, compiled: bool):
+    torch.manual_seed(0)
+    model = unet.build(32).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    forward = torch.compile(model) if compiled else model
+    gen = torch.Generator().manual_seed(0)
+    clean = unet.discs(16, 32, gen)
+    noise = torch.randn(clean.shape, generator=gen)
+    t = torch.randint(0, 1000, (16,), generator=gen)
+    noisy, noise, t = (clean + noise).to(device), noise.to(device), t.to(device)
+
+    def step() -> float:
+        loss = torch.nn.functional.mse_loss(forward(noisy, t).sample, noise)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
 def decode_ms(device: str, compiled: bool) -> float:
     torch.manual_seed(0)
     data = CharDataset(make_text(), BLOCK)
@@ -102,6 +123,7 @@ STEPS = {
     "llama": ("Llama train step (ms)", llama_step),
     "resnet": ("ResNet-18 train step (ms)", resnet_step),
     "dlrm": ("DLRM train step (ms)", dlrm_step),
+    "unet": ("UNet2DModel train step (ms)", unet_step),
 }
 
 

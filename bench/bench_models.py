@@ -3,9 +3,10 @@ eager and tpurs compiled. Rows: training steps (loss read back; median of 5 afte
 of Hugging Face Llama (`examples/llama`: 4 layers, hidden 128, grouped-query attention, 746k
 parameters; batch 16 x 64 tokens, AdamW), torchvision ResNet-18 (`examples/resnet`: batch 32,
 32x32 synthetic images, SGD), the DLRM of `examples/dlrm` (batch 256, four EmbeddingBag
-tables, Adagrad) and Diffusers' UNet2DModel of `examples/unet` (batch 16, 32x32, AdamW); and Llama's static-cache greedy decode (ms per token, from the difference
-of a 1-token and a 40-token generation, medians of 3 after warm-up). Ratios are value / CPU
-eager (below 1: tpurs is faster).
+tables, Adagrad) and Diffusers' UNet2DModel of `examples/unet` (batch 16, 32x32, AdamW); and
+Llama's static-cache greedy decode (ms per token, from the difference of a 1-token and a
+40-token generation, medians of 3 after warm-up). Ratios are value / CPU eager (below 1:
+tpurs is faster).
 Run: `.venv/bin/python bench/bench_models.py [--md] [--only llama|resnet|dlrm|unet]`.
 """
 

@@ -207,6 +207,37 @@ def _check_cached_op_does_not_recompile():
     assert torch.allclose(y.cpu(), x.cpu() * 7 + 2)
 
 
+def test_a_loop_without_host_reads_stops_building_programs():
+    # Fused batches end at content-defined ops, not at a fixed count that would fall
+    # elsewhere in every iteration: after the first iterations each batch is one seen before.
+    mode = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode("DEFER_AND_FUSE")
+    try:
+        ws_cpu = [torch.randn(9 + i, 9 + i) / 8 for i in range(24)]
+        x_cpu = torch.randn(8)
+        ws, x = [w.to("tpu") for w in ws_cpu], x_cpu.to("tpu")
+
+        def iteration(x, ws):
+            for w in ws:  # 48 ops of 24 shapes, then a slice: not a divisor of the op limit
+                x = torch.nn.functional.pad(x, (0, 1))
+                x = (w @ x).tanh()
+            return x[:8]
+
+        def built():
+            m = torch.tpu.metrics()
+            return m["compiles"] + m["tier3_hits"]
+
+        for i in range(20):
+            if i == 5:
+                before = built()
+            x = iteration(x, ws)
+            x_cpu = iteration(x_cpu, ws_cpu)
+        assert built() == before
+        torch.testing.assert_close(x.cpu(), x_cpu, atol=1e-5, rtol=1e-5)
+    finally:
+        torch.tpu.set_eager_mode(mode)
+
+
 def test_save_load_state_dict():
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)).to("tpu")
     buf = io.BytesIO()

@@ -1,17 +1,21 @@
 //! Fused eager: ops are recorded into a per-device batch instead of launched, and the batch
 //! runs as one program when a value is needed (a read to the host, a synchronize, a copy
-//! between devices) or when it reaches `TPURS_FUSE_LIMIT` ops. A steady training loop
-//! replays the same batches, so each compiles once and every later step is a cache hit.
+//! between devices) or when it is long enough (`Batch::ends_after`: at `TPURS_FUSE_LIMIT`
+//! ops, or past half of it at an op chosen by its content). A steady loop replays the same
+//! batches, so each compiles once and every later iteration is a cache hit.
 //!
 //! Lowering (and so every shape or dtype error) still happens at the op call; only the
 //! launch is deferred. Outputs nobody holds any more at flush time are not materialised.
 //!
-//! Where a batch ends must not drift from one training step to the next, or every step
-//! would compile new programs: so besides the op limit, a batch also ends at every read to
-//! the host (even of a value already computed) and after every optimizer step (a hook
-//! installed from Python).
+//! Where a batch ends must not drift from one iteration to the next, or every iteration
+//! would compile new programs: so a batch ends at content-defined ops rather than at a
+//! fixed count, at every read to the host (even of a value already computed) and after
+//! every optimizer step (a hook installed from Python).
 
+use std::hash::BuildHasher;
 use std::sync::{Arc, Weak};
+
+use rustc_hash::FxBuildHasher;
 
 use tpurs_hlo::{Builder, TensorType, Value};
 use tpurs_ops::{lower_into, ParamProvider, ParamSource};
@@ -73,9 +77,14 @@ impl Batch {
         (format!("fused {} ops", names.len()), names.join(", "))
     }
 
-    /// Number of recorded ops.
-    pub fn len(&self) -> usize {
-        self.ops.len()
+    /// Whether the batch ends after an op whose signature is `key` was recorded: at `limit`
+    /// ops, or past half of it at an op whose signature hashes to a boundary (1 op in 16).
+    /// Content-defined ends make a loop that never reads the host end its batches at the
+    /// same ops every iteration, so the batches repeat and compile once; ends at a fixed op
+    /// count would fall elsewhere in each iteration and compile anew for many iterations.
+    pub fn ends_after(&self, limit: usize, key: &[u64]) -> bool {
+        let n = self.ops.len();
+        n >= limit || (n >= limit / 2 && FxBuildHasher.hash_one(key).is_multiple_of(16))
     }
 
     /// The id pending contents of this batch carry.

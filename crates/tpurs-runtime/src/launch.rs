@@ -385,6 +385,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
     if mode == EagerMode::DeferAndFuse {
         let bindings = bind_params(rt, s, call, &plan, dev, &mut batch)?;
         let first = batch.record(&plan, bindings);
+        let ends = batch.ends_after(rt.fuse_limit(), &s.key);
         let out = finish(
             rt,
             s,
@@ -393,7 +394,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
             Produced::Pending(first),
             Some(&mut batch),
         );
-        if batch.len() >= rt.fuse_limit() {
+        if ends {
             batch.flush(rt, dev)?;
         }
         return out;

@@ -6,12 +6,11 @@
 //! - 3-d x 2-d: columns of `mat2` in groups, group `g` from `self[g]` (`[m, n]`);
 //! - 3-d x 3-d: a batched matmul, no `offs`.
 //!
-//! No host read, and the sizes may change without a new program. Ragged rows run as a loop
-//! over tiles of up to `T` rows of one group (`T` about the mean group size), each tile one
-//! small dot with its group's matrix: the work of the product itself, whatever the groups.
-//! The other layouts spread the ragged operand into its group's block of a wider operand
-//! (zeros elsewhere) for one dot, `groups` times the product's work. Positions past the last
-//! end give zeros.
+//! No host read, and the sizes may change without a new program. Ragged rows and a ragged
+//! contraction run as a loop over tiles of up to `T` positions of one group (`T` about the
+//! mean group size), each tile one small dot with its group's operand: the work of the
+//! product itself, whatever the groups. Ragged columns compute every group's product and
+//! keep each column's own (`groups` times the work). Positions past the last end give zeros.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
@@ -37,107 +36,204 @@ fn membership(b: &mut Builder, ends: &Value, len: i64) -> Result<Value> {
     Ok(b.compare(CompareDir::Eq, &group, &g)?)
 }
 
-/// `x` (`[len, w]`, ragged along dim 0) spread to `[len, groups, w]`: each row in its
-/// group's slot, zeros in the others.
-fn spread(b: &mut Builder, x: &Value, ends: &Value) -> Result<Value> {
-    let (len, w, groups) = (x.shape()[0], x.shape()[1], ends.shape()[0]);
-    let member = membership(b, ends, len)?;
-    let member = b.broadcast_in_dim(&member, &[len, groups, w], &[0, 1])?;
-    let wide = b.broadcast_in_dim(x, &[len, groups, w], &[0, 2])?;
-    let zero = b.full_like(&wide, Literal::Int(0));
-    Ok(b.select(&member, &wide, &zero)?)
-}
-
 /// Element `i` (a 0-d i64) of the 1-d `x`, as a 0-d value.
 fn element(b: &mut Builder, x: &Value, i: &Value) -> Result<Value> {
     let v = b.dynamic_slice(x, std::slice::from_ref(i), &[1]);
     Ok(b.reshape(&v, &[])?)
 }
 
+/// A 0-d i64 constant.
+fn i64s(b: &mut Builder, v: i64) -> Value {
+    b.constant(Literal::Int(v), DType::I64)
+}
+
+/// The tiles of a ragged dimension of length `len` in `groups` groups ending at `ends`:
+/// each group's positions cut into tiles of `t` (about the mean group size, a power of two
+/// in 8..256), numbered group after group.
+struct Tiles {
+    t: i64,
+    /// Each group's first position (`[groups]`).
+    starts: Value,
+    /// Each group's end, clamped to `0..len`.
+    ends: Value,
+    /// Each group's tile count, and the cumulative counts.
+    count: Value,
+    tile_end: Value,
+    /// The number of tiles (0-d).
+    total: Value,
+}
+
+impl Tiles {
+    fn new(b: &mut Builder, ends: &Value, len: i64) -> Result<Tiles> {
+        let groups = ends.shape()[0];
+        let mean = ((len + groups - 1) / groups).clamp(8, 256) as u64;
+        let t = (mean.next_power_of_two() as i64).min(len);
+        let ends = b.convert(ends, DType::I64);
+        let zero = b.full_like(&ends, Literal::Int(0));
+        let len_v = b.full_like(&ends, Literal::Int(len));
+        let ends = b.max(&ends, &zero)?;
+        let ends = b.min(&ends, &len_v)?;
+        let head = b.slice(&ends, &[0], &[groups - 1], &[1])?;
+        let zero1 = b.splat(Literal::Int(0), &TensorType::new(DType::I64, [1]));
+        let starts = b.concatenate(&[&zero1, &head], 0)?;
+        let sizes = b.sub(&ends, &starts)?;
+        let sizes = b.max(&sizes, &zero)?;
+        let t_m1 = b.full_like(&sizes, Literal::Int(t - 1));
+        let t_v = b.full_like(&sizes, Literal::Int(t));
+        let count = b.add(&sizes, &t_m1)?;
+        let count = b.div(&count, &t_v)?;
+        let tile_end = scan(b, &count, 0, Literal::Int(0), add_c)?;
+        let last = i64s(b, groups - 1);
+        let total = element(b, &tile_end, &last)?;
+        Ok(Tiles {
+            t,
+            starts,
+            ends,
+            count,
+            tile_end,
+            total,
+        })
+    }
+
+    /// Tile `i`'s group and first position (0-d values).
+    fn locate(&self, b: &mut Builder, i: &Value) -> Result<(Value, Value)> {
+        let groups = self.tile_end.shape()[0];
+        // Its group: how many groups' tiles end at or before it.
+        let i_g = b.broadcast_in_dim(i, &[groups], &[])?;
+        let before = b.compare(CompareDir::Le, &self.tile_end, &i_g)?;
+        let before = b.convert(&before, DType::I64);
+        let init = i64s(b, 0);
+        let g = b.reduce(&before, &init, &[0], add_c);
+        let end = element(b, &self.tile_end, &g)?;
+        let count = element(b, &self.count, &g)?;
+        let first_tile = b.sub(&end, &count)?;
+        let within = b.sub(i, &first_tile)?;
+        let t = i64s(b, self.t);
+        let offset = b.mul(&within, &t)?;
+        let start = element(b, &self.starts, &g)?;
+        let pos = b.add(&start, &offset)?;
+        Ok((g, pos))
+    }
+
+    /// Runs `body(state, group, first position)` once per tile; the state's first value is
+    /// the loop counter, added here.
+    fn run(
+        &self,
+        b: &mut Builder,
+        state: &[&Value],
+        body: impl FnOnce(&mut Builder, &[Value], Value, Value) -> Result<Vec<Value>>,
+    ) -> Result<Vec<Value>> {
+        let first = i64s(b, 0);
+        let mut init = vec![&first];
+        init.extend(state);
+        let out = try_while(
+            b,
+            &init,
+            |b, s| Ok(b.compare(CompareDir::Lt, &s[0], &self.total)?),
+            |b, s| {
+                let (g, pos) = self.locate(b, &s[0])?;
+                let mut next = body(b, &s[1..], g, pos)?;
+                let one = i64s(b, 1);
+                next.insert(0, b.add(&s[0], &one)?);
+                Ok(next)
+            },
+        )?;
+        Ok(out[1..].to_vec())
+    }
+}
+
+/// `x` (`[len, w]`) padded with `t` zero rows and flattened, so that the loop slices rows
+/// out of it row-major: an operand that arrives transposed (Transformers passes its expert
+/// weights transposed) was otherwise read through its transposed layout by every
+/// iteration, 10x slower.
+fn flat_rows(b: &mut Builder, x: &Value, t: i64) -> Result<Value> {
+    let (len, w) = (x.shape()[0], x.shape()[1]);
+    let pad = b.splat(Literal::Int(0), &TensorType::new(x.dtype(), [t, w]));
+    let x = b.concatenate(&[x, &pad], 0)?;
+    Ok(b.reshape(&x, &[(len + t) * w])?)
+}
+
+/// Rows `pos..pos + t` of a `flat_rows` operand of width `w`.
+fn rows_at(b: &mut Builder, flat: &Value, pos: &Value, t: i64, w: i64) -> Result<Value> {
+    let w_v = i64s(b, w);
+    let at = b.mul(pos, &w_v)?;
+    let rows = b.dynamic_slice(flat, &[at], &[t * w]);
+    Ok(b.reshape(&rows, &[t, w])?)
+}
+
 /// `a` (`[m, k]`, rows in groups ending at `ends`) times `w[g]` (`[g, k, n]`) for the rows of
-/// group `g`, in the accumulation dtype: a loop over tiles of `t` rows of one group. A tile
-/// may run past its group's end; the next group's tiles, which come later, rewrite those
-/// rows, and rows past the last group are zeroed at the end.
+/// group `g`, in the accumulation dtype, one tile of rows per iteration. A tile may run past
+/// its group's end; the next group's tiles, which come later, rewrite those rows, and rows
+/// past the last group are zeroed at the end.
 fn ragged_rows(b: &mut Builder, a: &Value, w: &Value, ends: &Value) -> Result<Value> {
     let (m, k, n, groups) = (a.shape()[0], a.shape()[1], w.shape()[2], w.shape()[0]);
     let wide = opmath(a.dtype());
-    let mean = ((m + groups - 1) / groups).clamp(8, 256) as u64;
-    let t = (mean.next_power_of_two() as i64).min(m);
-    let i64s = |b: &mut Builder, v: i64| b.constant(Literal::Int(v), DType::I64);
-    // Group g covers rows starts[g]..ends[g] and tiles tile_end[g] - tiles[g]..tile_end[g].
-    let ends = b.convert(ends, DType::I64);
-    let (zero_v, m_v) = (
-        b.full_like(&ends, Literal::Int(0)),
-        b.full_like(&ends, Literal::Int(m)),
-    );
-    let ends = b.max(&ends, &zero_v)?;
-    let ends = b.min(&ends, &m_v)?;
-    let head = b.slice(&ends, &[0], &[groups - 1], &[1])?;
-    let zero1 = b.splat(Literal::Int(0), &TensorType::new(DType::I64, [1]));
-    let starts = b.concatenate(&[&zero1, &head], 0)?;
-    let sizes = b.sub(&ends, &starts)?;
-    let sizes = b.max(&sizes, &zero_v)?;
-    let (t_m1, t_v) = (
-        b.full_like(&sizes, Literal::Int(t - 1)),
-        b.full_like(&sizes, Literal::Int(t)),
-    );
-    let tiles = b.add(&sizes, &t_m1)?;
-    let tiles = b.div(&tiles, &t_v)?;
-    let tile_end = scan(b, &tiles, 0, Literal::Int(0), add_c)?;
-    let last = i64s(b, groups - 1);
-    let total = element(b, &tile_end, &last)?;
+    let tiles = Tiles::new(b, ends, m)?;
+    let t = tiles.t;
     let a = b.convert(a, wide);
+    let a = flat_rows(b, &a, t)?;
     let w = b.convert(w, wide);
-    // Flat, so that the loop reads it row-major: a weight that arrives transposed (as
-    // Transformers passes it) was otherwise read through its transposed layout by every
-    // iteration, 10x slower.
     let w = b.reshape(&w, &[groups * k * n])?;
-    let pad_rows = b.splat(Literal::Int(0), &TensorType::new(wide, [t, k]));
-    let a = b.concatenate(&[&a, &pad_rows], 0)?;
     let out = b.splat(Literal::Int(0), &TensorType::new(wide, [m + t, n]));
-    let first = i64s(b, 0);
-    let done = try_while(
-        b,
-        &[&first, &out, &a, &w],
-        |b, s| Ok(b.compare(CompareDir::Lt, &s[0], &total)?),
-        |b, s| {
-            let (i, out, a, w) = (&s[0], &s[1], &s[2], &s[3]);
-            // The tile's group: how many groups' tiles end at or before it.
-            let i_g = b.broadcast_in_dim(i, &[groups], &[])?;
-            let before = b.compare(CompareDir::Le, &tile_end, &i_g)?;
-            let before = b.convert(&before, DType::I64);
-            let init = i64s(b, 0);
-            let g = b.reduce(&before, &init, &[0], add_c);
-            let (end, count) = (element(b, &tile_end, &g)?, element(b, &tiles, &g)?);
-            let first_tile = b.sub(&end, &count)?;
-            let within = b.sub(i, &first_tile)?;
-            let t_s = i64s(b, t);
-            let offset = b.mul(&within, &t_s)?;
-            let start = element(b, &starts, &g)?;
-            let row = b.add(&start, &offset)?;
-            let zero = i64s(b, 0);
-            let x = b.dynamic_slice(a, &[row.clone(), zero.clone()], &[t, k]);
-            let x = b.reshape(&x, &[1, t, k])?;
-            // The weight slice stays 3-d: reshaping it would copy it whenever the weight
-            // arrives transposed (as Transformers passes it).
-            let kn = i64s(b, k * n);
-            let at = b.mul(&g, &kn)?;
-            let wg = b.dynamic_slice(w, &[at], &[k * n]);
-            let wg = b.reshape(&wg, &[1, k, n])?;
-            let y = b.dot_general(&x, &wg, (&[0], &[0]), (&[2], &[1]))?;
-            let y = b.reshape(&y, &[t, n])?;
-            let out = b.dynamic_update_slice(out, &y, &[row, zero]);
-            let one = i64s(b, 1);
-            Ok(vec![b.add(i, &one)?, out, a.clone(), w.clone()])
-        },
-    )?;
-    let out = b.slice(&done[1], &[0, 0], &[m, n], &[1, 1])?;
+    let done = tiles.run(b, &[&out, &a, &w], |b, s, g, row| {
+        let (out, a, w) = (&s[0], &s[1], &s[2]);
+        let x = rows_at(b, a, &row, t, k)?;
+        let k_v = i64s(b, k);
+        let first = b.mul(&g, &k_v)?;
+        let wg = rows_at(b, w, &first, k, n)?;
+        let y = b.dot_general(&x, &wg, (&[], &[]), (&[1], &[0]))?;
+        let zero = i64s(b, 0);
+        let out = b.dynamic_update_slice(out, &y, &[row, zero]);
+        Ok(vec![out, a.clone(), w.clone()])
+    })?;
+    let out = b.slice(&done[0], &[0, 0], &[m, n], &[1, 1])?;
     let rows = b.iota(&TensorType::new(DType::I64, [m, n]), 0);
-    let total_rows = element(b, &ends, &last)?;
+    let last = i64s(b, groups - 1);
+    let total_rows = element(b, &tiles.ends, &last)?;
     let total_rows = b.broadcast_in_dim(&total_rows, &[m, n], &[])?;
     let inside = b.compare(CompareDir::Lt, &rows, &total_rows)?;
     let zero = b.full_like(&out, Literal::Int(0));
     Ok(b.select(&inside, &out, &zero)?)
+}
+
+/// `a` (`[m, k]`) times `c` (`[k, n]`) with the contraction dimension in groups ending at
+/// `ends`: `[g, m, n]`, one product per group, in the accumulation dtype. One tile of the
+/// contraction per iteration, its positions past the group's end masked out, added into its
+/// group's product (the weight gradient of a ragged-rows product).
+fn ragged_contraction(b: &mut Builder, a: &Value, c: &Value, ends: &Value) -> Result<Value> {
+    let (m, k, n, groups) = (a.shape()[0], a.shape()[1], c.shape()[1], ends.shape()[0]);
+    let wide = opmath(a.dtype());
+    let tiles = Tiles::new(b, ends, k)?;
+    let t = tiles.t;
+    let at = b.convert(a, wide);
+    let at = b.transpose(&at, &[1, 0])?;
+    let at = flat_rows(b, &at, t)?;
+    let c = b.convert(c, wide);
+    let c = flat_rows(b, &c, t)?;
+    let out = b.splat(Literal::Int(0), &TensorType::new(wide, [groups, m, n]));
+    let done = tiles.run(b, &[&out, &at, &c], |b, s, g, pos| {
+        let (out, at, c) = (&s[0], &s[1], &s[2]);
+        let x = rows_at(b, at, &pos, t, m)?;
+        let y = rows_at(b, c, &pos, t, n)?;
+        // Positions of the tile past its group's end belong to the next group.
+        let end = element(b, &tiles.ends, &g)?;
+        let p = b.iota(&TensorType::new(DType::I64, [t, n]), 0);
+        let pos_b = b.broadcast_in_dim(&pos, &[t, n], &[])?;
+        let p = b.add(&p, &pos_b)?;
+        let end_b = b.broadcast_in_dim(&end, &[t, n], &[])?;
+        let mine = b.compare(CompareDir::Lt, &p, &end_b)?;
+        let zero_y = b.full_like(&y, Literal::Int(0));
+        let y = b.select(&mine, &y, &zero_y)?;
+        let prod = b.dot_general(&x, &y, (&[], &[]), (&[0], &[0]))?;
+        let prod = b.reshape(&prod, &[1, m, n])?;
+        let zero = i64s(b, 0);
+        let at_g = [g, zero.clone(), zero];
+        let cur = b.dynamic_slice(out, &at_g, &[1, m, n]);
+        let sum = b.add(&cur, &prod)?;
+        let out = b.dynamic_update_slice(out, &sum, &at_g);
+        Ok(vec![out, at.clone(), c.clone()])
+    })?;
+    Ok(done[0].clone())
 }
 
 fn grouped_mm(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -210,12 +306,14 @@ fn grouped_mm(ctx: &mut Ctx) -> Result<Vec<Out>> {
             let ends = ctx.tensor(2)?;
             ragged_rows(&mut ctx.b, &a, &m2, &ends)?
         }
+        (2, 2) if groups == 0 || at.shape[1] == 0 => {
+            let shape = [groups, at.shape[0], bt.shape[1]];
+            ctx.b
+                .splat(Literal::Int(0), &TensorType::new(at.dtype, shape))
+        }
         (2, 2) => {
-            // [m, k] x [k, g, n] contracting k, then [g, m, n].
             let ends = ctx.tensor(2)?;
-            let s = spread(&mut ctx.b, &m2, &ends)?;
-            let p = dot(ctx, &a, &s, (&[], &[]), (&[1], &[0]))?;
-            ctx.b.transpose(&p, &[1, 0, 2])?
+            ragged_contraction(&mut ctx.b, &a, &m2, &ends)?
         }
         _ => {
             // 3-d x 2-d: [g, m, k] x [k, n] per group, column c kept from its group's product.

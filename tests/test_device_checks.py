@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import no_fallback
 
 
 def bad_calls(dev):
@@ -133,13 +134,18 @@ def test_compiled_graphs_carry_the_checks(name):
     }
     f = torch.compile(fns[name], fullgraph=True)
     good = torch.tensor([4], device="tpu")
-    torch.testing.assert_close(f(x, good).cpu(), fns[name](x.cpu(), good.cpu()))
+    with no_fallback():
+        _compiled_checks(f, fns[name], x, good)
+
+
+def _compiled_checks(f, fn, x, good):
+    torch.testing.assert_close(f(x, good).cpu(), fn(x.cpu(), good.cpu()))
     bad = torch.tensor([9], device="tpu")
     with pytest.raises((IndexError, RuntimeError)) as on_cpu:
-        fns[name](x.cpu(), bad.cpu())
+        fn(x.cpu(), bad.cpu())
     out = f(x, bad)  # no host wait yet: nothing raised
     with pytest.raises(type(on_cpu.value)) as info:
         out.cpu()
     assert str(info.value) == str(on_cpu.value)
     assert torch.tpu.metrics()["graph_compiles"] > 0
-    torch.testing.assert_close(f(x, good).cpu(), fns[name](x.cpu(), good.cpu()))
+    torch.testing.assert_close(f(x, good).cpu(), fn(x.cpu(), good.cpu()))

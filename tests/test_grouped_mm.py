@@ -9,6 +9,7 @@ import copy
 import pytest
 import torch
 from helpers import check, no_fallback
+from torch.utils._python_dispatch import TorchDispatchMode
 
 # CPU's kernel wants 16-byte aligned rows: sizes here are multiples of 8.
 OFFS = torch.tensor([8, 8, 24], dtype=torch.int32)  # group 1 is empty
@@ -92,9 +93,19 @@ def test_qwen3_moe_grouped_mm_experts_match_cpu_eager_experts():
     dev = copy.deepcopy(cpu).to("tpu")
     dev.set_experts_implementation("grouped_mm")
     ids = torch.randint(3, 96, (2, 10), generator=torch.Generator().manual_seed(1))
-    with no_fallback():
+    calls = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with no_fallback(), Count():
         out = dev(ids.to("tpu"), labels=ids.to("tpu"))
         out.loss.backward()
+    # The experts ran as grouped matmuls, with no host read of the token counts.
+    assert torch.ops.aten._grouped_mm.default in calls
+    assert torch.ops.aten.nonzero.default not in calls
     ref = cpu(ids, labels=ids)
     ref.loss.backward()
     torch.testing.assert_close(out.logits.cpu(), ref.logits, atol=2e-4, rtol=2e-4)

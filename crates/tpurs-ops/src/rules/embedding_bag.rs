@@ -7,7 +7,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
-use super::index::select_rows;
+use super::index::{select_rows, slices_along};
 use super::one;
 use super::reduce::{add_c, lowest, max_c, min_c};
 use super::search::{search, take};
@@ -60,13 +60,7 @@ fn scatter_rows(
 ) -> Result<Value> {
     let n = at.ty.numel();
     let at = b.reshape(at, &[n, 1])?;
-    let dims = ScatterDims {
-        update_window_dims: vec![1],
-        inserted_window_dims: vec![0],
-        scatter_dims_to_operand_dims: vec![0],
-        index_vector_dim: 1,
-    };
-    Ok(b.scatter(&init, &at, updates, &dims, Some(combine)))
+    Ok(b.scatter(&init, &at, updates, &slices_along(2, 0), Some(combine)))
 }
 
 /// `[bags]` how many of the `valid` positions fall in each bag.

@@ -1,8 +1,9 @@
 //! `take` and `put_`: elements addressed by their position in the row-major flattening of
 //! `self` (negative positions count from the end), checked on the device as the CPU raises.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::index::slices_along;
 use super::one;
 use super::reduce::add_c;
 use super::search::take as gather_flat;
@@ -97,12 +98,7 @@ fn put(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let flat = b.reshape(&x, &[numel])?;
     let at = b.reshape(&idx, &[n, 1])?;
     let src = b.reshape(&src, &[n])?;
-    let dims = ScatterDims {
-        update_window_dims: vec![],
-        inserted_window_dims: vec![0],
-        scatter_dims_to_operand_dims: vec![0],
-        index_vector_dim: 1,
-    };
+    let dims = slices_along(1, 0);
     let r = b.scatter(&flat, &at, &src, &dims, accumulate.then_some(add_c as _));
     one(b.reshape(&r, &xt.shape)?)
 }

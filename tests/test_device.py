@@ -326,10 +326,21 @@ def test_fallback_runs_on_cpu_with_one_warning_and_counter():
     assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "modified_bessel_k0" in k) > before
 
 
-def test_missing_plugin_path_is_a_clear_error():
-    r = run_python("import tpurs", TPURS_PJRT_PLUGIN="/nonexistent/libpjrt.so", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    assert r.returncode != 0
-    assert "RuntimeError" in r.stderr and "/nonexistent/libpjrt.so" in r.stderr and "pip install" in r.stderr
+def test_missing_plugin_leaves_torch_working_and_says_why():
+    code = (
+        "import torch, tpurs\n"
+        "assert (torch.ones(2) + 1).tolist() == [2.0, 2.0]\n"
+        "assert not torch.tpu.is_available() and torch.tpu.device_count() == 0\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('REFUSED', e)\n"
+    )
+    r = run_python(code, TPURS_PJRT_PLUGIN="/nonexistent/libpjrt.so")
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeWarning: tpurs: the tpu device is unavailable" in r.stderr
+    refused = r.stdout.split("REFUSED", 1)[1]
+    assert "/nonexistent/libpjrt.so" in refused and "pip install" in refused
 
 
 def test_two_devices():

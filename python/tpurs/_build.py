@@ -58,31 +58,45 @@ def bridge_path() -> Path:
 
 
 def _compile(lib: Path) -> None:
+    """Compiles each source in its own g++ process (they run in parallel), then links."""
     torch_dir = Path(torch.__file__).parent
     abi = int(torch.compiled_with_cxx11_abi())
-    tmp = lib.with_suffix(f".tmp{os.getpid()}")
-    cmd = [
-        os.environ.get("CXX", "g++"),
+    cxx = os.environ.get("CXX", "g++")
+    tmp_dir = lib.parent / f"objects.{os.getpid()}"
+    tmp_dir.mkdir(exist_ok=True)
+    flags = [
         "-std=c++20",
         "-O2",
         "-fPIC",
-        "-shared",
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         f"-I{torch_dir / 'include'}",
         f"-I{torch_dir / 'include' / 'torch' / 'csrc' / 'api' / 'include'}",
         f"-I{torch_dir / 'include' / 'kineto'}",
-        *[str(_csrc() / s) for s in _SOURCES],
-        f"-L{torch_dir / 'lib'}",
-        "-lc10",
-        "-ltorch_cpu",
-        f"-Wl,-rpath,{torch_dir / 'lib'}",
-        "-o",
-        str(tmp),
     ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
+    objects = [tmp_dir / f"{Path(s).stem}.o" for s in _SOURCES]
+    jobs = [
+        subprocess.Popen(
+            [cxx, *flags, "-c", str(_csrc() / s), "-o", str(o)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s, o in zip(_SOURCES, objects)
+    ]
+    errors = [err for job in jobs for _, err in [job.communicate()] if job.returncode != 0]
+    tmp = lib.with_suffix(f".tmp{os.getpid()}")
+    if not errors:
+        link = [cxx, "-shared", *map(str, objects), f"-L{torch_dir / 'lib'}", "-lc10", "-ltorch_cpu"]
+        link += [f"-Wl,-rpath,{torch_dir / 'lib'}", "-o", str(tmp)]
+        result = subprocess.run(link, capture_output=True, text=True)
+        if result.returncode != 0:
+            errors.append(result.stderr)
+    for o in objects:
+        o.unlink(missing_ok=True)
+    tmp_dir.rmdir()
+    if errors:
         raise RuntimeError(
             "tpurs: building the C++ bridge against torch "
-            f"{torch.__version__} failed (needs g++ with C++20):\n{result.stderr[-4000:]}"
+            f"{torch.__version__} failed (needs g++ with C++20):\n{''.join(errors)[-4000:]}"
         )
     tmp.rename(lib)

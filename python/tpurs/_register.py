@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import types
+import warnings
 
 import torch
 
@@ -13,6 +15,8 @@ from . import _core
 from ._plugin import find_plugin
 
 _loaded = False
+_failure: str | None = None
+_refusals = None  # the fallback kernel that reports `_failure`, kept alive
 
 
 def _cpu_devices() -> int | None:
@@ -31,10 +35,23 @@ def _quiet_plugin_logs() -> None:
 
 
 def autoload() -> None:
-    """Registers the tpu device with torch (idempotent)."""
-    global _loaded
-    if _loaded:
+    """torch's `torch.backends` entry point: registers the tpu device. A failure (no plugin,
+    no compiler for the bridge, an unsupported torch) must not break `import torch`: it warns
+    once, CPU PyTorch keeps working, and any op on tpu raises a RuntimeError saying why."""
+    global _failure
+    if _loaded or _failure is not None:
         return
+    try:
+        load()
+    except Exception as e:  # noqa: BLE001 - whatever failed, torch itself must still import
+        _failure = str(e)
+        warnings.warn(f"tpurs: the tpu device is unavailable: {_failure}", RuntimeWarning, stacklevel=2)
+        _refuse_device()
+
+
+def load() -> None:
+    """Registers the tpu device with torch; raises if it cannot."""
+    global _loaded
     _loaded = True
     torch.utils.rename_privateuse1_backend("tpu")
     _quiet_plugin_logs()
@@ -61,6 +78,33 @@ def autoload() -> None:
 
     register_optimizer_step_post_hook(_end_batch)
     _route_inductor()
+
+
+def _refuse_device() -> None:
+    """After a failed load: `torch.tpu.is_available()` is False, and every op on the device
+    or other `torch.tpu` call raises the reason instead of torch's "could not run ...
+    PrivateUse1"."""
+    global _refusals
+    if torch._C._get_privateuse1_backend_name() != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+
+    def refuse(op, *args, **kwargs):
+        raise RuntimeError(f"tpurs: the tpu device is unavailable ({op}): {_failure}")
+
+    _refusals = torch.library.Library("_", "IMPL")
+    _refusals.fallback(refuse, "PrivateUse1")
+    if not hasattr(torch, "tpu"):
+        stub = types.ModuleType("torch.tpu")
+        stub.is_available = lambda: False
+        stub.device_count = lambda: 0
+        stub.__getattr__ = _refuse_attribute
+        torch._register_device_module("tpu", stub)
+
+
+def _refuse_attribute(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise RuntimeError(f"tpurs: the tpu device is unavailable (torch.tpu.{name}): {_failure}")
 
 
 def _end_batch(*_) -> None:

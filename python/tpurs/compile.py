@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from . import _core
 
@@ -228,7 +229,13 @@ class _Described:
             self._add_input(node, val, ("arg", i), env)
         for node in gm.graph.nodes:
             if node.op == "get_attr":
-                self._add_input(node, getattr(gm, node.target), ("const", getattr(gm, node.target)), env)
+                # Some torch versions (2.11) keep a tensor made inside the graph as a CPU
+                # constant that the graph copies to the device: it goes there once, here.
+                const = getattr(gm, node.target)
+                if isinstance(const, torch.Tensor) and const.device.type != "tpu":
+                    with unset_fake_temporarily():  # compiling runs under aot_autograd's fake mode
+                        const = const.to("tpu")
+                self._add_input(node, const, ("const", const), env)
         self.nodes: list[tuple] = []
         count = len(self.inputs)
         output = None

@@ -66,6 +66,30 @@ pub struct Runtime {
     pub(crate) checks: Mutex<Vec<(Arc<Storage>, Check)>>,
 }
 
+/// Client options per platform. The CPU plugin takes its device count. The GPU plugin
+/// would otherwise reserve 75% of the card at start; like torch's caching allocator it
+/// grows on demand unless `TPURS_GPU_PREALLOCATE=1`, and `TPURS_GPU_MEMORY_FRACTION` caps it.
+fn create_options(platform: &str, devices: usize, cpu_devices: Option<i64>) -> Vec<NamedValue> {
+    match platform {
+        "cpu" => match cpu_devices {
+            Some(n) if n != devices as i64 => vec![NamedValue::int64("cpu_device_count", n)],
+            _ => vec![],
+        },
+        "cuda" | "rocm" | "gpu" => {
+            let preallocate = std::env::var("TPURS_GPU_PREALLOCATE").is_ok_and(|v| v == "1");
+            let mut options = vec![NamedValue::bool("preallocate", preallocate)];
+            if let Some(fraction) = std::env::var("TPURS_GPU_MEMORY_FRACTION")
+                .ok()
+                .and_then(|v| v.parse::<f32>().ok())
+            {
+                options.push(NamedValue::float("memory_fraction", fraction));
+            }
+            options
+        }
+        _ => vec![],
+    }
+}
+
 impl Runtime {
     /// Loads the plugin and creates a client. `cpu_devices` sets how many devices the CPU
     /// plugin exposes (ignored by other plugins). Starts in [`EagerMode::DeferNever`].
@@ -80,15 +104,13 @@ impl Runtime {
                 ),
             );
         }
-        // Only the CPU plugin takes a device count, and only its client says which platform
-        // it is: ask, then create the CPU client again with the count when it differs.
+        // Only the client says which platform it is: ask, then create the client again
+        // when that platform wants options.
         let mut client = Client::load(Path::new(plugin_path), &[])?;
-        if let Some(n) = cpu_devices {
-            if client.platform_name() == "cpu" && client.device_count() as i64 != n {
-                drop(client);
-                let options = [NamedValue::int64("cpu_device_count", n)];
-                client = Client::load(Path::new(plugin_path), &options)?;
-            }
+        let options = create_options(client.platform_name(), client.device_count(), cpu_devices);
+        if !options.is_empty() {
+            drop(client);
+            client = Client::load(Path::new(plugin_path), &options)?;
         }
         let n = client.device_count();
         Ok(Runtime {

@@ -26,6 +26,9 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::m
 
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   // The signatures in PyTorch's lists name ATen types unqualified.
+#if __has_include(<ATen/core/Dimname.h>)
+  using at::DimnameList;  // named-tensor overloads are in the lists up to torch 2.14
+#endif
   using at::IntArrayRef;
   using at::Scalar;
   using at::ScalarType;

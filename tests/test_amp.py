@@ -122,3 +122,24 @@ def test_float32_matmul_precision_reaches_the_program(setting, name, tmp_path, m
     program = "".join(p.read_text() for p in tmp_path.glob("*stablehlo.mlir"))
     assert f"precision_config = [#stablehlo<precision {name}>, #stablehlo<precision {name}>]" in program
     torch.testing.assert_close(eager.cpu(), a.cpu() @ a.cpu())
+
+
+def test_tpu_precision_context_overrides_the_global_setting(tmp_path, monkeypatch):
+    # TorchTPU's names: torch.tpu.Precision and the torch.tpu.precision(...) context.
+    monkeypatch.setenv("TPURS_DUMP_DIR", str(tmp_path))
+    a = torch.randn(11, 11, device="tpu")  # a shape no other case compiles
+    previous = torch.get_float32_matmul_precision()
+    torch._dynamo.reset()
+    try:
+        with torch.tpu.precision(torch.tpu.Precision.HIGH):
+            assert torch.get_float32_matmul_precision() == "high"
+            out = torch.compile(torch.mm)(a, a)
+    finally:
+        torch._dynamo.reset()
+    assert torch.get_float32_matmul_precision() == previous
+    program = "".join(p.read_text() for p in tmp_path.glob("*stablehlo.mlir"))
+    assert "precision_config = [#stablehlo<precision HIGH>, #stablehlo<precision HIGH>]" in program
+    torch.testing.assert_close(out.cpu(), a.cpu() @ a.cpu())
+    with pytest.raises(ValueError, match="Precision.HIGHEST"):
+        with torch.tpu.precision("high"):
+            pass

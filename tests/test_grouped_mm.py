@@ -58,6 +58,11 @@ def test_ragged_dot_and_its_gradients():
     torch.testing.assert_close(rt.grad.cpu(), rhs.grad, atol=1e-4, rtol=1e-5)
     with pytest.raises(TypeError, match="group_sizes"):
         torch.tpu.ops.ragged_dot(lt, rt, torch.ones(3, device="tpu"))
+    # TorchTPU's explicit weight gradient gives autograd's rhs gradient.
+    upstream = torch.arange(50.0).view(10, 5)
+    with no_fallback():
+        weight_grad = torch.tpu.ops.ragged_dot_weight_grad(lt.detach(), upstream.to("tpu"), sizes.to("tpu"))
+    torch.testing.assert_close(weight_grad.cpu(), rhs.grad, atol=1e-4, rtol=1e-5)
 
 
 def test_compiled_ragged_dot_keeps_its_program_when_sizes_change():

@@ -23,10 +23,13 @@ from .memory import (  # noqa: F401 (torch.tpu names)
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
+from .precision import Precision, precision  # noqa: F401 (torch.tpu names)
 from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401 (torch.tpu names)
 
 __all__ = [
     "EagerMode",
+    "Precision",
+    "precision",
     "Timing",
     "benchmark",
     "eager_mode",

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -eq 0 ] && VERSIONS=(2.11.0 2.12.1 2.13.0 2.14.1 2.15.0)
 ROOT="${TPURS_VERSIONS_DIR:-/tmp/tpurs-torch-versions}"
-SAMPLE=(tests/test_device.py tests/test_elementwise.py tests/test_nn.py tests/test_index.py tests/test_amp.py
+SAMPLE=(tests/test_device.py tests/test_elementwise.py tests/test_nn.py tests/test_index.py tests/test_amp.py tests/test_profiler.py
   tests/test_compile.py)
 mkdir -p "$ROOT/wheel"
 rm -f "$ROOT"/wheel/tpurs-*.whl

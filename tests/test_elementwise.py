@@ -134,3 +134,30 @@ def test_copysign_fmax_fmin():
         for op in (torch.fmax, torch.fmin):
             check(op, a, b)
             check(op, torch.tensor([1, 5, -3]), torch.tensor([2, 4, -3]))
+
+
+def test_writes_that_partly_overlap_an_input_raise_like_cpu():
+    message = "unsupported operation: some elements of the input tensor and the written-to tensor refer"
+    for dev in ("cpu", "tpu"):
+        x = torch.arange(4.0, device=dev)
+        with pytest.raises(RuntimeError, match=message):
+            torch.add(x[:3], 1, out=x[1:])
+        with pytest.raises(RuntimeError, match=message):
+            x.view(2, 2).add_(x.view(2, 2)[0])
+    x = torch.arange(4.0, device="tpu")
+    with no_fallback():
+        torch.add(x, x, out=x)  # the same elements: allowed, as on CPU
+        x.mul_(x)
+    assert x.tolist() == [0.0, 4.0, 16.0, 36.0]
+
+
+def test_copy_from_a_negative_view_copies_its_values():
+    src = torch.tensor([1.0, -2.0, 3.0])
+    for dev in ("cpu", "tpu"):
+        with no_fallback():
+            out = torch.empty(3, device=dev).copy_(src.to(dev)._neg_view())
+            assert out.tolist() == [-1.0, 2.0, -3.0]
+            into_neg = torch.zeros(3, device=dev)._neg_view()
+            into_neg.copy_(src.to(dev))  # a negative destination shows what was copied
+            assert into_neg.tolist() == [1.0, -2.0, 3.0]
+    assert torch.empty(3, device="tpu").copy_(src._neg_view()).tolist() == [-1.0, 2.0, -3.0]  # from the host

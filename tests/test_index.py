@@ -394,3 +394,18 @@ def test_take_and_put_grad_and_errors():
         with pytest.raises(IndexError, match="tried to take from an empty tensor"):
             torch.take(d[:0], torch.tensor([0], device="tpu"))
         assert torch.take(d, torch.tensor([-1], device="tpu")).item() == 5.0
+
+
+def test_mask_assignment_with_the_wrong_number_of_values_raises_like_cpu():
+    # The mask's count is data: the check runs on the device and raises at the next read.
+    message = r"shape mismatch: value tensor of shape \[2, 2\] cannot be broadcast to indexing result of shape \[2, 3\]"
+    for dev in ("cpu", "tpu"):
+        x = torch.arange(8.0, device=dev).view(2, 4)
+        with no_fallback(), pytest.raises(RuntimeError, match=message):
+            x[:, torch.tensor([True, False, True, True], device=dev)] = torch.ones(2, 2, device=dev)
+            x.cpu()
+    x = torch.arange(4.0, device="tpu")
+    with no_fallback():
+        x[x > 1] = torch.tensor([7.0, 8.0], device="tpu")  # the right count
+        x[x > 7] = torch.tensor([5.0], device="tpu")  # one value broadcast
+    assert x.tolist() == [0.0, 1.0, 7.0, 5.0]

@@ -43,7 +43,7 @@ def test_programs_compiles_and_copies_are_recorded(tmp_path):
     assert "addmm" in ops and "threshold_backward" in ops
     assert {e["name"] for e in copies} >= {"copy host to device", "copy device to host"}
     up = next(e for e in copies if e["name"] == "copy host to device")
-    assert up["args"]["bytes"] == 8 * 24 * 4
+    assert int(up["args"]["bytes"]) == 8 * 24 * 4  # a quoted number before torch 2.15
     assert any(e["name"] in ("compile", "load compiled program") for e in compiles)
 
     table = p.key_averages()

@@ -1,9 +1,11 @@
 // The generic boxed kernel: packs an op's IValue stack into TpursArg structs, calls the
 // Rust lowering table, and turns its results into tensors. Registered by name for every op
 // the table lists; everything else reaches the CPU fallback in fallback.cpp.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -267,12 +269,41 @@ TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
   TORCH_CHECK_TYPE(false, "tpurs: unsupported argument kind ", v.tagKind());
 }
 
+// An op that writes a tensor partly aliasing one of its inputs would read values it has
+// already overwritten: CPU refuses it ("unsupported operation: some elements of the input
+// tensor and the written-to tensor refer to a single memory location"), and so does tpu.
+void check_no_partial_overlap(const OpDesc& d, c10::ArrayRef<c10::IValue> args) {
+  for (int32_t ai : d.mutable_args) {
+    if (!args[ai].isTensor() || !args[ai].toTensor().defined()) continue;
+    const at::Tensor& written = args[ai].toTensor();
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (static_cast<int32_t>(i) == ai || !args[i].isTensor()) continue;
+      const at::Tensor& input = args[i].toTensor();
+      if (input.defined() && input.is_privateuseone()) at::assert_no_partial_overlap(written, input);
+    }
+  }
+}
+
+// A negative view (`_neg_view`, what `.conj()` of a real tensor and torch's math-bit
+// fallback make) stores its values negated and says so in a bit; rules read storage, so
+// such an input is negated first (before packing: it runs a table op itself).
+void resolve_negative_inputs(const OpDesc& d, torch::jit::Stack* stack, size_t nargs) {
+  const size_t base = stack->size() - nargs;
+  for (size_t i = 0; i < nargs; ++i) {
+    c10::IValue& v = (*stack)[base + i];
+    if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().is_neg()) continue;
+    if (std::find(d.mutable_args.begin(), d.mutable_args.end(), static_cast<int32_t>(i)) != d.mutable_args.end()) continue;
+    v = v.toTensor()._neg_view().neg();
+  }
+}
+
 void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   auto it = descs().find(&schema);
   TORCH_CHECK(it != descs().end(), "tpurs: no descriptor for ", schema.name());
   const OpDesc& d = it->second;
   const size_t nargs = schema.arguments().size();
+  resolve_negative_inputs(d, stack, nargs);
   auto args = torch::jit::last(*stack, nargs);
 
   Packer& p = packer;
@@ -294,6 +325,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       p.writes.push_back({ai, -1, d.mutable_is_out[k] ? 1 : 0});
     }
   }
+  check_no_partial_overlap(d, args);
   // Returns alias mutable args by index into `mutable_args`; map to write indices.
   for (int32_t r : d.return_alias) {
     if (r >= 0) {

@@ -43,8 +43,14 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
 
 bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
 
+// Negates what `t` stores, whatever its negative bit says.
+void negate_stored(const at::Tensor& t) { (t.is_neg() ? t._neg_view() : t).neg_(); }
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   if (dst.numel() == 0) return dst;
+  // A negative view keeps its sign in a bit, not in its data: the copies below move data,
+  // then what the destination stores is negated where the two bits differ.
+  const bool flip = self.is_neg() != dst.is_neg();
   if (is_tpu(self) && is_tpu(dst)) {
     // Same device: the Rust copy rule casts and broadcasts. Across devices: cast on the
     // source device first, then move equal shapes and dtypes.
@@ -60,10 +66,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     }
     TpursArg d = tensor_arg(dst), s = tensor_arg(src);
     check(g_api->copy_between(g_rt, &d, &s));
+    if (flip) negate_stored(dst);
   } else if (is_tpu(dst)) {
-    at::Tensor src = self.to(dst.scalar_type()).expand_as(dst).contiguous();
+    at::Tensor src = self.resolve_neg().to(dst.scalar_type()).expand_as(dst).contiguous();
     TpursArg d = tensor_arg(dst);
     check(g_api->copy_from_host(g_rt, &d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
+    if (dst.is_neg()) negate_stored(dst);
   } else {
     // A dense destination of the same shape and dtype (as `.cpu()` makes) takes the bytes
     // directly; anything else goes through a staging tensor and CPU copy_.
@@ -72,6 +80,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     at::Tensor host = direct ? dst : at::empty(self.sizes(), self.options().device(c10::kCPU));
     TpursArg s = tensor_arg(self);
     check(g_api->copy_to_host(g_rt, &s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
+    if (self.is_neg()) host.neg_();
     if (!direct) dst.copy_(host);
   }
   return dst;
@@ -222,3 +231,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpurs::cpu_fallback>());
 }
+
+// `_copy_from`'s schema does not mark its destination as written, so torch's negative-bit
+// fallback would copy into a resolved temporary and lose the write; `copy_from` handles
+// both bits itself. (Only backends that copy through `_copy_from` reach this.)
+TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }

@@ -72,8 +72,13 @@ class Session final : public libkineto::IActivityProfilerSession {
       a.resource = 0;
     }
     if (s->detail[0] != '\0') a.addMetadataQuoted(s->kind == 0 ? "ops" : "detail", s->detail);
-    // RawJson: a number in the trace (addMetadata would need fmt, which torch does not export).
+    // A number in the trace where kineto has typed metadata (addMetadata would need fmt,
+    // which torch does not export); a quoted number before that (torch 2.12 to 2.14).
+#if __has_include(<TypedMetadata.h>)
     if (s->kind == 2) a.addTypedMetadata("bytes", libkineto::RawJson{std::to_string(s->bytes)});
+#else
+    if (s->kind == 2) a.addMetadataQuoted("bytes", std::to_string(s->bytes));
+#endif
   }
 
   std::deque<libkineto::GenericTraceActivity> activities_;

@@ -7,6 +7,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
 use super::index::{combine_add, select_rows, splat_i64, wrap_negative, Combine};
+use super::nn::sum_all;
 use super::{broadcast_shapes, one};
 use crate::checks::CheckKind;
 use crate::ctx::{Arg, Ctx, Out};
@@ -416,6 +417,33 @@ fn put_mask(
     }
 }
 
+/// Values with a row per selected element need exactly as many rows as the mask selects:
+/// CPU's shape error, raised from the device at the next host wait (the count is data).
+fn check_mask_count(ctx: &mut Ctx, x: &Value, a: usize, mask: &Value, v: &Value) -> Result<()> {
+    let post = &x.shape()[a + mask.rank()..];
+    if v.rank() <= post.len() || v.shape()[v.rank() - post.len() - 1] == 1 {
+        return Ok(()); // broadcast along the selected elements
+    }
+    let rows = v.shape()[v.rank() - post.len() - 1];
+    let flags = ctx.b.convert(mask, DType::I64);
+    let count = sum_all(&mut ctx.b, &flags)?;
+    let result = |n: &str| {
+        let dims: Vec<String> = x.shape()[..a]
+            .iter()
+            .map(i64::to_string)
+            .chain([n.to_string()])
+            .chain(post.iter().map(i64::to_string))
+            .collect();
+        format!("[{}]", dims.join(", "))
+    };
+    let message = format!(
+        "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {}",
+        v.shape(),
+        result("{}")
+    );
+    ctx.check_range(&count, rows, rows + 1, CheckKind::Runtime, message)
+}
+
 /// `x + y` (`or` for booleans) on tensors.
 fn combine_add_values(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     Ok(if x.dtype() == DType::Bool {
@@ -462,6 +490,7 @@ fn index_put(ctx: &mut Ctx) -> Result<Vec<Out>> {
         let Some(Entry::Mask(m)) = entries.into_iter().nth(a) else {
             return runtime("index_put_: mask not found");
         };
+        check_mask_count(ctx, &x, a, &m, &v)?;
         return one(put_mask(&mut ctx.b, &x, a, &m, &v, accumulate)?);
     }
     let Some(p) = plan(ctx, x.shape(), entries, None)? else {

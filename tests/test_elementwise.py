@@ -161,3 +161,16 @@ def test_copy_from_a_negative_view_copies_its_values():
             into_neg.copy_(src.to(dev))  # a negative destination shows what was copied
             assert into_neg.tolist() == [1.0, -2.0, 3.0]
     assert torch.empty(3, device="tpu").copy_(src._neg_view()).tolist() == [-1.0, 2.0, -3.0]  # from the host
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("dst", [torch.int32, torch.int64])
+def test_float_to_int_casts_out_of_range_match_cpu(src, dst):
+    # Out of range and NaN: x86's "integer indefinite", the type's minimum (StableHLO's
+    # convert alone would saturate to the maximum and give 0 for NaN).
+    x = torch.tensor([1e10, -1e10, float("nan"), float("inf"), 3.7, -3.7, 1e20, 0.0]).to(src)
+    with no_fallback():
+        eager = x.to("tpu").to(dst)
+        compiled = torch.compile(lambda t: t.to(dst))(x.to("tpu"))
+    assert eager.tolist() == x.to(dst).tolist()
+    assert compiled.tolist() == x.to(dst).tolist()

@@ -1,6 +1,6 @@
 //! PyTorch dtypes (c10::ScalarType codes) and PyTorch's type promotion.
 
-use tpurs_hlo::DType;
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use crate::{Error, Result};
 
@@ -178,6 +178,38 @@ pub fn check_can_cast(result: DType, out: DType) -> Result<()> {
             torch_name(out)
         )))
     }
+}
+
+/// A cast a user asks for (`.to(dtype)`, `copy_`, `_to_copy`). Floats out of the range of
+/// int32 or int64, and NaN, become that type's minimum, as CPU PyTorch on x86 gives them
+/// (the processor's "integer indefinite"); StableHLO's convert would saturate instead.
+/// Other conversions are plain converts.
+pub fn cast(b: &mut Builder, x: &Value, dtype: DType) -> Result<Value> {
+    let bound = match dtype {
+        DType::I32 => 2f64.powi(31),
+        DType::I64 => 2f64.powi(63),
+        _ => return Ok(b.convert(x, dtype)),
+    };
+    if !x.dtype().is_float() {
+        return Ok(b.convert(x, dtype));
+    }
+    // bfloat16 and half hold values past int32's range; compare in float32 at least.
+    // Below the range convert gives the minimum already; above it and NaN must give it too.
+    let wide = if x.dtype().byte_size() < 4 {
+        b.convert(x, DType::F32)
+    } else {
+        x.clone()
+    };
+    let hi = b.full_like(&wide, Literal::Float(bound));
+    let in_range = b.compare(CompareDir::Lt, &wide, &hi)?;
+    let converted = b.convert(&wide, dtype);
+    let minimum = if dtype == DType::I32 {
+        i32::MIN as i64
+    } else {
+        i64::MIN
+    };
+    let indefinite = b.full_like(&converted, Literal::Int(minimum));
+    Ok(b.select(&in_range, &converted, &indefinite)?)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
+use crate::dtype::cast;
 use crate::error::Result;
 use crate::table::Registry;
 
@@ -509,10 +510,10 @@ fn zero(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// `copy_(self, src)`: cast and broadcast `src` into `self`.
-fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
+pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
     let src = ctx.tensor(1)?;
-    let src = ctx.b.convert(&src, ty.dtype);
+    let src = cast(&mut ctx.b, &src, ty.dtype)?;
     one(ctx.b.broadcast_to(&src, &ty.shape)?)
 }
 

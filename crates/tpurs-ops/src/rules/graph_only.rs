@@ -5,10 +5,12 @@
 
 use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
+use super::elementwise::copy;
 use super::factory::arange_of;
 use super::shape::{contiguous_strides, diagonal_view, select_view, slice_view, View};
 use super::{one, wrap_dim};
 use crate::ctx::{Arg, Ctx, Out};
+use crate::dtype::cast;
 use crate::eager::TensorMeta;
 use crate::error::{runtime, Result};
 use crate::table::Registry;
@@ -237,15 +239,7 @@ fn unbind(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn to_copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dtype = ctx.opt_dtype(1)?.unwrap_or(x.dtype());
-    one(ctx.b.convert(&x, dtype))
-}
-
-/// `copy(self, src, non_blocking)`: `src` broadcast and converted to `self`.
-fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let dst = ctx.ty(0)?;
-    let src = ctx.tensor(1)?;
-    let src = ctx.b.convert(&src, dst.dtype);
-    one(ctx.b.broadcast_to(&src, &dst.shape)?)
+    one(cast(&mut ctx.b, &x, dtype)?)
 }
 
 /// The dtype a factory fills with: the `dtype` argument, else the number's own kind.
@@ -364,7 +358,7 @@ fn prims_broadcast_in_dim(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn prims_convert(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dtype = ctx.opt_dtype(1)?.unwrap_or(x.dtype());
-    one(ctx.b.convert(&x, dtype))
+    one(cast(&mut ctx.b, &x, dtype)?)
 }
 
 pub(crate) fn register(reg: &mut Registry) {

@@ -174,3 +174,27 @@ def test_float_to_int_casts_out_of_range_match_cpu(src, dst):
         compiled = torch.compile(lambda t: t.to(dst))(x.to("tpu"))
     assert eager.tolist() == x.to(dst).tolist()
     assert compiled.tolist() == x.to(dst).tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_nextafter_and_signbit_are_bit_exact(dtype):
+    tiny = torch.finfo(dtype).tiny
+    x = torch.tensor([0.0, -0.0, 1.0, -1.0, tiny, -tiny, float("inf"), -float("inf"), float("nan"), 2.5, 65504.0])
+    y = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.0, 1.0, 0.0, 0.0, 1.0, 2.5, float("inf")])
+    x, y = x.to(dtype), y.to(dtype)
+    ints = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+    with no_fallback():
+        got = torch.nextafter(x.to("tpu"), y.to("tpu")).cpu()
+        signs = torch.signbit(x.to("tpu")).cpu()
+    assert got.view(ints).tolist() == torch.nextafter(x, y).view(ints).tolist()
+    assert signs.tolist() == torch.signbit(x).tolist()
+
+
+def test_hypot_and_angle_match_cpu():
+    x = torch.tensor([3.0, 0.0, 1e30, 1e-30, float("inf"), float("nan"), -5.0, float("nan"), -0.0, -2.0])
+    y = torch.tensor([4.0, 0.0, 1e30, 1e-30, float("nan"), 1.0, 12.0, float("inf"), 0.0, 7.0])
+    with no_fallback():
+        check(torch.hypot, x, y)
+        check(torch.hypot, x.double(), y.double())
+        check(torch.angle, x)
+        check(torch.angle, torch.tensor([-2, 0, 3]))

@@ -5,7 +5,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::cast;
+use crate::dtype::{cast, opmath};
 use crate::error::Result;
 use crate::table::Registry;
 
@@ -176,6 +176,57 @@ fn copysign(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let a = b.abs(&v[0]);
     let na = b.neg(&a);
     one(b.select(&negative, &na, &a)?)
+}
+
+/// `hypot(self, other)`: `sqrt(x^2 + y^2)`, with the larger magnitude factored out where
+/// the squares would overflow or underflow; inf if either is infinite, even beside a NaN.
+fn hypot(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let v = operands(ctx, &[0, 1], dtype)?;
+    let b = &mut ctx.b;
+    let wide = opmath(dtype);
+    let (x, y) = (b.convert(&v[0], wide), b.convert(&v[1], wide));
+    let (ax, ay) = (b.abs(&x), b.abs(&y));
+    let big = b.max(&ax, &ay)?;
+    let small = b.min(&ax, &ay)?;
+    let ratio = b.div(&small, &big)?;
+    let sq = b.mul(&ratio, &ratio)?;
+    let unit = full(b, &sq, 1.0);
+    let sum = b.add(&unit, &sq)?;
+    let root = b.sqrt(&sum);
+    let scaled = b.mul(&big, &root)?;
+    // Where the squares cannot overflow or lose bits, the direct form rounds as CPU does.
+    let (xx, yy) = (b.mul(&x, &x)?, b.mul(&y, &y)?);
+    let squares = b.add(&xx, &yy)?;
+    let direct = b.sqrt(&squares);
+    let (lo, hi) = (full(b, &big, 2f64.powi(-60)), full(b, &big, 2f64.powi(60)));
+    let above = b.compare(CompareDir::Gt, &big, &lo)?;
+    let below = b.compare(CompareDir::Lt, &big, &hi)?;
+    let safe = b.and(&above, &below)?;
+    let scaled = b.select(&safe, &direct, &scaled)?;
+    let zero = full(b, &big, 0.0);
+    let is_zero = b.compare(CompareDir::Eq, &big, &zero)?;
+    let r = b.select(&is_zero, &zero, &scaled)?;
+    let inf = full(b, &big, f64::INFINITY);
+    let x_inf = b.compare(CompareDir::Eq, &ax, &inf)?;
+    let y_inf = b.compare(CompareDir::Eq, &ay, &inf)?;
+    let any_inf = b.or(&x_inf, &y_inf)?;
+    let r = b.select(&any_inf, &inf, &r)?;
+    one(b.convert(&r, dtype))
+}
+
+/// `angle(self)` of a real tensor: pi for negative values, 0 otherwise, NaN kept.
+fn angle(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = b.convert(&x, dtype);
+    let zero = full(b, &x, 0.0);
+    let pi = full(b, &x, std::f64::consts::PI);
+    let negative = b.compare(CompareDir::Lt, &x, &zero)?;
+    let r = b.select(&negative, &pi, &zero)?;
+    let nan = b.compare(CompareDir::Ne, &x, &x)?;
+    one(b.select(&nan, &x, &r)?)
 }
 
 /// `fmax` / `fmin`: the larger / smaller operand, ignoring a NaN unless both are NaN.
@@ -541,6 +592,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("acosh"), acosh);
     reg.ops(variants!("atanh"), atanh);
     reg.ops(binary_variants!("copysign"), copysign);
+    reg.ops(&["hypot", "hypot_", "hypot.out"], hypot);
+    reg.ops(&["angle", "angle.out"], angle);
     reg.ops(&["fmax", "fmax.out", "fmin", "fmin.out"], fmax_fmin);
     reg.ops(variants!("sigmoid"), sigmoid);
     reg.ops(variants!("reciprocal"), reciprocal);

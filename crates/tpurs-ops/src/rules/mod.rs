@@ -18,6 +18,7 @@ mod elementwise;
 mod embedding_bag;
 mod factory;
 mod flat_index;
+mod float_bits;
 mod foreach;
 mod gated;
 mod graph_only;
@@ -61,6 +62,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     nn::register(reg);
     losses::register(reg);
     flat_index::register(reg);
+    float_bits::register(reg);
     embedding_bag::register(reg);
     activations::register(reg);
     adaptive_pool::register(reg);

@@ -1,0 +1,103 @@
+//! Functions of a float's bits: `signbit` and `nextafter`. They work on the integer image
+//! of each value, so -0.0, subnormals and the last steps before infinity come out as on
+//! CPU, whatever the device does with subnormal arithmetic.
+
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+
+use super::{common_dtype, float_dtype, one, operands};
+use crate::ctx::{Ctx, Out};
+use crate::error::Result;
+use crate::table::Registry;
+
+/// The signed integer type as wide as float type `dtype`.
+fn bits_type(dtype: DType) -> DType {
+    match dtype.byte_size() {
+        2 => DType::I16,
+        4 => DType::I32,
+        _ => DType::I64,
+    }
+}
+
+/// The sign bit of an integer type as wide as a float (its minimum value).
+fn sign_mask(int: DType) -> i64 {
+    match int {
+        DType::I16 => i16::MIN as i64,
+        DType::I32 => i32::MIN as i64,
+        _ => i64::MIN,
+    }
+}
+
+/// `signbit(self)`: true where the sign bit is set (-0.0 and negative NaNs included).
+fn signbit(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let dtype = x.dtype();
+    let signed = if dtype.is_float() {
+        b.bitcast_convert(&x, bits_type(dtype))
+    } else if dtype.is_unsigned() || dtype == DType::Bool {
+        return one(b.splat(Literal::Bool(false), &x.ty.with_dtype(DType::Bool)));
+    } else {
+        x
+    };
+    let zero = b.full_like(&signed, Literal::Int(0));
+    one(b.compare(CompareDir::Lt, &signed, &zero)?)
+}
+
+/// A float's bits as an integer that orders like the float (-0.0 and +0.0 both 0), and back.
+fn ordered_key(b: &mut Builder, bits: &Value, mask: i64) -> Result<Value> {
+    let zero = b.full_like(bits, Literal::Int(0));
+    let sign = b.full_like(bits, Literal::Int(mask));
+    let negative = b.compare(CompareDir::Lt, bits, &zero)?;
+    let magnitude = b.xor(bits, &sign)?;
+    let down = b.neg(&magnitude);
+    Ok(b.select(&negative, &down, bits)?)
+}
+
+fn from_ordered_key(b: &mut Builder, key: &Value, mask: i64) -> Result<Value> {
+    let zero = b.full_like(key, Literal::Int(0));
+    let sign = b.full_like(key, Literal::Int(mask));
+    let negative = b.compare(CompareDir::Lt, key, &zero)?;
+    let magnitude = b.neg(key);
+    let bits = b.or(&magnitude, &sign)?;
+    Ok(b.select(&negative, &bits, key)?)
+}
+
+/// `nextafter(self, other)`: the next float after `self` towards `other`; `other` when they
+/// are equal, NaN when either is.
+fn nextafter(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let v = operands(ctx, &[0, 1], dtype)?;
+    let b = &mut ctx.b;
+    let int = bits_type(dtype);
+    let mask = sign_mask(int);
+    let bx = b.bitcast_convert(&v[0], int);
+    let by = b.bitcast_convert(&v[1], int);
+    let kx = ordered_key(b, &bx, mask)?;
+    let ky = ordered_key(b, &by, mask)?;
+    let one_step = b.full_like(&kx, Literal::Int(1));
+    let up = b.add(&kx, &one_step)?;
+    let down = b.sub(&kx, &one_step)?;
+    let upward = b.compare(CompareDir::Lt, &kx, &ky)?;
+    let key = b.select(&upward, &up, &down)?;
+    let stepped = from_ordered_key(b, &key, mask)?;
+    // A step onto zero keeps the sign it came from (C's nextafter(-min, 1) is -0.0).
+    let zero = b.full_like(&key, Literal::Int(0));
+    let at_zero = b.compare(CompareDir::Eq, &key, &zero)?;
+    let sign = b.full_like(&bx, Literal::Int(mask));
+    let signed_zero = b.and(&bx, &sign)?;
+    let stepped = b.select(&at_zero, &signed_zero, &stepped)?;
+    let result = b.bitcast_convert(&stepped, dtype);
+    let equal = b.compare(CompareDir::Eq, &kx, &ky)?;
+    let result = b.select(&equal, &v[1], &result)?;
+    let x_nan = b.compare(CompareDir::Ne, &v[0], &v[0])?;
+    let y_nan = b.compare(CompareDir::Ne, &v[1], &v[1])?;
+    let nan = b.or(&x_nan, &y_nan)?;
+    let quiet_nan = b.full_like(&v[0], Literal::Float(f64::NAN));
+    one(b.select(&nan, &quiet_nan, &result)?)
+}
+
+/// Registers the family.
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["signbit", "signbit.out"], signbit);
+    reg.ops(&["nextafter", "nextafter_", "nextafter.out"], nextafter);
+}

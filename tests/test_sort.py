@@ -111,3 +111,30 @@ def test_cummax_cummin(op):
         check(lambda t: op(t, 0), torch.tensor([True, False, True, True]))
         check(lambda t: op(t, 0), torch.tensor(2.5))
         check(lambda t: op(t, 1).values.sum(), distinct((3, 7), torch.float32).requires_grad_(), grad=True)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("counts", [False, True])
+def test_unique_and_unique_consecutive_match_cpu(inverse, counts):
+    cases = [
+        torch.tensor([3, 1, 2, 1, 5, 3, 0]),
+        torch.tensor([[1.0, float("nan")], [1.0, float("nan")]]),  # each NaN its own value
+        torch.tensor([]),
+        torch.tensor(4.0),
+        torch.randint(0, 5, (3, 4, 5)),
+    ]
+    for x in cases:
+        for fn in (torch.unique, torch.unique_consecutive):
+            want = fn(x, return_inverse=inverse, return_counts=counts)
+            with no_fallback():
+                got = fn(x.to("tpu"), return_inverse=inverse, return_counts=counts)
+            for w, g in zip(*(t if isinstance(t, tuple) else (t,) for t in (want, got))):
+                assert (g.dtype, g.shape) == (w.dtype, w.shape)
+                torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+    rows = torch.tensor([[1, 1, 2, 2], [3, 3, 4, 5]])
+    for dim in (0, 1, -1):
+        want = torch.unique_consecutive(rows, return_inverse=True, return_counts=True, dim=dim)
+        with no_fallback():
+            got = torch.unique_consecutive(rows.to("tpu"), return_inverse=True, return_counts=True, dim=dim)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g.cpu(), w)

@@ -69,9 +69,10 @@ def load() -> None:
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     device.set_eager_mode(_mode_from_env())
-    from . import decompositions
+    from . import decompositions, unique
 
     decompositions.install()
+    unique.install()
     # An optimizer step ends a training step: end the fused batch there too, so that every
     # step replays the same programs.
     from torch.optim.optimizer import register_optimizer_step_post_hook

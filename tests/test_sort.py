@@ -138,3 +138,20 @@ def test_unique_and_unique_consecutive_match_cpu(inverse, counts):
             got = torch.unique_consecutive(rows.to("tpu"), return_inverse=True, return_counts=True, dim=dim)
         for w, g in zip(want, got):
             torch.testing.assert_close(g.cpu(), w)
+
+
+def test_mode_matches_cpu():
+    # Ties give the smallest value, the index is its last occurrence, NaNs each count once.
+    for values in ([1, 2, 2, 3, 2], [2, 1, 2, 1], [5, 5, 1, 1, 1, 5], [3.0, float("nan"), float("nan")]):
+        x = torch.tensor(values)
+        with no_fallback():
+            got = torch.mode(x.to("tpu"))
+        assert got.indices.item() == torch.mode(x).indices.item()
+        torch.testing.assert_close(got.values.cpu(), torch.mode(x).values, equal_nan=True)
+    x = torch.randint(0, 3, (4, 9, 5))
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            with no_fallback():
+                check(lambda t: tuple(torch.mode(t, dim, keepdim)), x)
+    with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"):
+        torch.mode(torch.zeros(2, 0, device="tpu"), 1)

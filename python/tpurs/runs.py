@@ -1,7 +1,10 @@
-"""`torch.unique` (`aten::_unique2`) and `torch.unique_consecutive` on the device, written
-with ops tpurs lowers: a stable sort (for `unique`), a flag where each run of equal values
-starts, and one host read, the number of runs, which sizes the outputs (as `nonzero` does).
-Output as on CPU: values sorted whatever `sorted` says, NaNs each their own value."""
+"""Ops on runs of equal values, written with ops tpurs lowers: a stable sort, a flag where
+each run of equal values starts, the run of each element.
+- `torch.unique` (`aten::_unique2`) and `torch.unique_consecutive`: one host read, the
+  number of runs, sizes the outputs (as `nonzero` does); values sorted as on CPU whatever
+  `sorted` says, NaNs each their own value.
+- `torch.mode`: no host read; the most frequent value (the smallest on ties) and the last
+  index where it occurs, as on CPU."""
 
 from __future__ import annotations
 
@@ -64,11 +67,34 @@ def unique(
     return ordered.index_select(0, first), inverse, counts if return_counts else torch.empty(0, **long)
 
 
+def mode(x: torch.Tensor, dim: int = -1, keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.long, device=x.device)
+    dim = dim % x.dim()
+    if x.shape[dim] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    ordered, order = x.movedim(dim, -1).sort(stable=True, dim=-1)
+    starts = torch.ones_like(ordered, dtype=torch.bool)
+    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    run = starts.cumsum(-1) - 1
+    length = torch.zeros_like(run).scatter_add_(-1, run, torch.ones_like(run)).gather(-1, run)
+    # Runs are in ascending order and every element of a run has its length: the first
+    # longest element starts the smallest most frequent value; its run's last element was
+    # its last occurrence (the sort is stable).
+    first = length.argmax(-1, keepdim=True)
+    last = first + length.gather(-1, first) - 1
+    values, indices = ordered.gather(-1, first), order.gather(-1, last)
+    if keepdim:
+        return values.movedim(-1, dim), indices.movedim(-1, dim)
+    return values.squeeze(-1), indices.squeeze(-1)
+
+
 def install() -> None:
-    """Registers both as the tpu kernels of their ops (once)."""
+    """Registers them as the tpu kernels of their ops (once)."""
     global _lib
     if _lib is not None:
         return
     _lib = torch.library.Library("aten", "IMPL")
     _lib.impl("_unique2", unique, "PrivateUse1")
     _lib.impl("unique_consecutive", unique_consecutive, "PrivateUse1")
+    _lib.impl("mode", mode, "PrivateUse1")

@@ -194,3 +194,20 @@ def test_inplace_on_views_updates_base():
 
     with no_fallback():
         check(f, x)
+
+
+def test_repeat_interleave_with_tensor_repeats_matches_cpu():
+    x = torch.arange(6.0).view(2, 3)
+    with no_fallback():
+        check(lambda t, r: t.repeat_interleave(r, dim=0), x, torch.tensor([1, 2]))
+        check(lambda t, r: t.repeat_interleave(r, dim=1), x, torch.tensor([0, 2, 1]))
+        for repeats in (torch.tensor([2, 0, 1], dtype=torch.int32), torch.tensor([], dtype=torch.long)):
+            check(torch.repeat_interleave, repeats)
+        got = torch.repeat_interleave(torch.tensor([2, 0, 1], device="tpu"), output_size=3)
+    assert got.tolist() == [0, 0, 2]
+    for bad, message in (
+        (torch.tensor([[1]]), "only accept 1D vector"),
+        (torch.tensor([1, -1]), "can not be negative"),
+    ):
+        with pytest.raises(RuntimeError, match=message):
+            torch.repeat_interleave(bad.to("tpu"))

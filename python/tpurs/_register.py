@@ -69,9 +69,10 @@ def load() -> None:
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     device.set_eager_mode(_mode_from_env())
-    from . import decompositions, runs
+    from . import decompositions, repeat, runs
 
     decompositions.install()
+    repeat.install()
     runs.install()
     # An optimizer step ends a training step: end the fused batch there too, so that every
     # step replays the same programs.

@@ -476,3 +476,12 @@ def test_nansum_and_trace():
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="expected a matrix"):
             torch.trace(torch.ones(3, device=device))
+
+
+def test_logcumsumexp_is_stable_for_any_spread():
+    x = torch.tensor([[1e3, -1e3, 0.5, float("-inf"), 2.0], [float("-inf"), float("-inf"), 1.0, float("inf"), 3.0]])
+    with no_fallback():
+        for dim in (0, 1):
+            check(lambda t: torch.logcumsumexp(t, dim), x)
+        check(lambda t: torch.logcumsumexp(t, 1), torch.randn(4, 300) * 50, atol=1e-4, rtol=1e-5)
+        check(lambda t: torch.logcumsumexp(t, 0), torch.tensor(2.0))

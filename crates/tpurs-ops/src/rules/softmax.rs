@@ -1,9 +1,10 @@
 //! Softmax and log-softmax (`_softmax`, `_log_softmax`) and their backwards, shifted by
-//! the row max for stability and computed in the opmath type.
+//! the row max for stability and computed in the opmath type; the running log-sum-exp
+//! (`_logcumsumexp`) as a scan of stable pairwise log-add-exps.
 
-use tpurs_hlo::{DType, Literal};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::reduce::{add_c, expand, extreme, one_dim, reduce};
+use super::reduce::{add_c, expand, extreme, one_dim, reduce, scan};
 use super::{one, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
@@ -93,7 +94,45 @@ fn softmax_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, in_dtype))
 }
 
+/// `log(e^x + e^y)` as a scan body: the larger plus `log1p(e^-|x - y|)`, or the larger
+/// itself where it is infinite (two -inf stay -inf, +inf wins).
+fn logaddexp_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    let same = "scan operands share a type";
+    let m = b.max(x, y).expect(same);
+    let d = b.sub(x, y).expect(same);
+    let ad = b.abs(&d);
+    let nd = b.neg(&ad);
+    let e = b.exp(&nd);
+    let l = b.log1p(&e);
+    let r = b.add(&m, &l).expect(same);
+    let inf = b.full_like(&m, Literal::Float(f64::INFINITY));
+    let am = b.abs(&m);
+    let infinite = b.compare(CompareDir::Eq, &am, &inf).expect(same);
+    b.select(&infinite, &m, &r).expect(same)
+}
+
+/// `_logcumsumexp(self, dim)`: a running log-sum-exp, stable for any spread of values.
+fn logcumsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let x = ctx.tensor(0)?;
+    if ty.rank() == 0 {
+        return one(x);
+    }
+    let dim = wrap_dim(ctx.int(1)?, ty.rank())?;
+    let b = &mut ctx.b;
+    let wide = b.convert(&x, opmath(ty.dtype));
+    let y = scan(
+        b,
+        &wide,
+        dim,
+        Literal::Float(f64::NEG_INFINITY),
+        logaddexp_c,
+    )?;
+    one(b.convert(&y, ty.dtype))
+}
+
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["_logcumsumexp", "_logcumsumexp.out"], logcumsumexp);
     reg.ops(
         &[
             "_softmax",

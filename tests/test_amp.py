@@ -131,7 +131,7 @@ def test_tpu_precision_context_overrides_the_global_setting(tmp_path, monkeypatc
     previous = torch.get_float32_matmul_precision()
     torch._dynamo.reset()
     try:
-        with torch.tpu.precision(torch.tpu.Precision.HIGH):
+        with no_fallback(), torch.tpu.precision(torch.tpu.Precision.HIGH):
             assert torch.get_float32_matmul_precision() == "high"
             out = torch.compile(torch.mm)(a, a)
     finally:

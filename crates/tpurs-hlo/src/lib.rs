@@ -4,10 +4,12 @@
 //! given and writes text that `PJRT_Client_Compile` accepts with program format "mlir".
 
 mod builder;
+mod complex;
 mod ops;
 mod types;
 
 pub use builder::{Builder, Precision, Value};
+pub use complex::FftKind;
 pub use ops::{CompareDir, ConvDims, GatherDims, ScatterDims};
 pub use types::{DType, Literal, TensorType};
 

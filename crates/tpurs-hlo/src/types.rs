@@ -31,6 +31,10 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// `complex<f32>`
+    C64,
+    /// `complex<f64>`
+    C128,
 }
 
 impl DType {
@@ -50,6 +54,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::C64 => "complex<f32>",
+            DType::C128 => "complex<f64>",
         }
     }
 
@@ -58,9 +64,31 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// True for the complex types.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The real type of a complex type's parts (the type itself for real types).
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
+    /// The complex type whose parts are `self` (f32 and narrower give complex64).
+    pub fn to_complex(self) -> DType {
+        match self {
+            DType::F64 | DType::C128 => DType::C128,
+            _ => DType::C64,
+        }
+    }
+
     /// True for signed and unsigned integer types (not bool).
     pub fn is_int(self) -> bool {
-        !self.is_float() && self != DType::Bool
+        !self.is_float() && !self.is_complex() && self != DType::Bool
     }
 
     /// True for unsigned integer types.
@@ -74,13 +102,14 @@ impl DType {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
     /// The `compare_type` StableHLO uses for comparisons of this type.
     pub(crate) fn compare_type(self) -> &'static str {
-        if self.is_float() {
+        if self.is_float() || self.is_complex() {
             "FLOAT"
         } else if self.is_unsigned() || self == DType::Bool {
             "UNSIGNED"
@@ -177,6 +206,11 @@ impl Literal {
             DType::F64 => format!("0x{:016X}", self.as_f64().to_bits()),
             DType::F16 => format!("0x{:04X}", half::f16::from_f64(self.as_f64()).to_bits()),
             DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(self.as_f64()).to_bits()),
+            // A real value as a complex element: imaginary part zero.
+            DType::C64 | DType::C128 => {
+                let part = dtype.real_part();
+                format!("({}, {})", self.mlir(part), Literal::Float(0.0).mlir(part))
+            }
             _ => {
                 let v = match self {
                     Literal::Bool(b) => b as i64,

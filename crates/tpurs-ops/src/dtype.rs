@@ -15,6 +15,8 @@ pub fn from_scalar_type(code: i32) -> Option<DType> {
         5 => DType::F16,
         6 => DType::F32,
         7 => DType::F64,
+        9 => DType::C64,
+        10 => DType::C128,
         11 => DType::Bool,
         15 => DType::BF16,
         27 => DType::U16,
@@ -35,6 +37,8 @@ pub fn to_scalar_type(dtype: DType) -> i32 {
         DType::F16 => 5,
         DType::F32 => 6,
         DType::F64 => 7,
+        DType::C64 => 9,
+        DType::C128 => 10,
         DType::Bool => 11,
         DType::BF16 => 15,
         DType::U16 => 27,
@@ -64,6 +68,8 @@ pub fn torch_name(dtype: DType) -> &'static str {
         DType::F16 => "Half",
         DType::F32 => "Float",
         DType::F64 => "Double",
+        DType::C64 => "ComplexFloat",
+        DType::C128 => "ComplexDouble",
         DType::Bool => "Bool",
         DType::BF16 => "BFloat16",
         DType::U16 => "UInt16",
@@ -77,8 +83,10 @@ fn category(d: DType) -> u8 {
         0
     } else if d.is_int() {
         1
-    } else {
+    } else if d.is_float() {
         2
+    } else {
+        3
     }
 }
 
@@ -96,6 +104,15 @@ pub fn promote(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
         return a;
+    }
+    if a.is_complex() || b.is_complex() {
+        // The wider of the real parts, made complex (an integer part adds nothing).
+        let part = promote(a.real_part(), b.real_part());
+        return if part.is_float() {
+            part.to_complex()
+        } else {
+            DType::C64
+        };
     }
     match (category(a), category(b)) {
         (0, _) => b,
@@ -138,7 +155,16 @@ pub fn result_type(operands: &[(DType, Participation)], default_float: DType) ->
         let (slot, d) = match p {
             Participation::Dim => (0, d),
             Participation::ZeroDim => (1, d),
-            Participation::Wrapped => (2, if d.is_float() { default_float } else { d }),
+            Participation::Wrapped => (
+                2,
+                if d.is_complex() {
+                    default_float.to_complex()
+                } else if d.is_float() {
+                    default_float
+                } else {
+                    d
+                },
+            ),
         };
         states[slot] = Some(states[slot].map_or(d, |s| promote(s, d)));
     }
@@ -151,7 +177,12 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
         (None, l) => l,
         (h, None) => h,
         (Some(h), Some(l)) => {
-            if h.is_float() {
+            if h.is_complex() {
+                Some(h)
+            } else if l.is_complex() {
+                // A complex number of lower priority keeps a float tensor's precision.
+                Some(if h.is_float() { h.to_complex() } else { l })
+            } else if h.is_float() {
                 Some(h)
             } else if h == DType::Bool || l.is_float() || category(l) > category(h) {
                 Some(promote(h, l))
@@ -185,6 +216,20 @@ pub fn check_can_cast(result: DType, out: DType) -> Result<()> {
 /// (the processor's "integer indefinite"); StableHLO's convert would saturate instead.
 /// Other conversions are plain converts.
 pub fn cast(b: &mut Builder, x: &Value, dtype: DType) -> Result<Value> {
+    if dtype.is_complex() && !x.dtype().is_complex() {
+        let re = b.convert(x, dtype.real_part());
+        let im = b.full_like(&re, Literal::Float(0.0));
+        return Ok(b.complex(&re, &im)?);
+    }
+    if x.dtype().is_complex() && !dtype.is_complex() {
+        if dtype == DType::Bool {
+            let zero = b.full_like(x, Literal::Float(0.0));
+            return Ok(b.compare(CompareDir::Ne, x, &zero)?);
+        }
+        // As torch does (with a warning): the imaginary part is dropped.
+        let re = b.real(x);
+        return cast(b, &re, dtype);
+    }
     let bound = match dtype {
         DType::I32 => 2f64.powi(31),
         DType::I64 => 2f64.powi(63),
@@ -238,6 +283,12 @@ mod tests {
         assert_eq!(result_type(&[(F32, Dim), (F64, ZeroDim)], F32), F32);
         // int tensor + 0-d float tensor -> that float
         assert_eq!(result_type(&[(I32, Dim), (F64, ZeroDim)], F32), F64);
+        // Complex: the wider part wins; a lower-priority complex keeps a float's precision.
+        assert_eq!(promote(F64, C64), C128);
+        assert_eq!(promote(I64, C64), C64);
+        assert_eq!(result_type(&[(F32, Dim), (C128, ZeroDim)], F32), C64);
+        assert_eq!(result_type(&[(I64, Dim), (C128, ZeroDim)], F32), C128);
+        assert!(!can_cast(C64, F64));
         // u8 tensor + python int stays u8
         assert_eq!(result_type(&[(U8, Dim), (I64, Wrapped)], F32), U8);
         // bool tensor + python int -> int64

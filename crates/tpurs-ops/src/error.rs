@@ -15,9 +15,15 @@ pub enum Error {
     /// Maps to `TypeError` (wrong argument kinds or unsupported dtypes).
     #[error("{0}")]
     Type(String),
-    /// Maps to `NotImplementedError` (a case this rule does not cover).
+    /// Maps to `NotImplementedError`: what CPU PyTorch raises itself (a dtype its kernel
+    /// does not handle).
     #[error("{0}")]
     NotImplemented(String),
+    /// A valid call this rule does not cover (complex values where the rule is real-only):
+    /// the bridge runs it on the CPU like an op with no rule, or raises
+    /// `NotImplementedError` when `TPURS_FALLBACK=error`.
+    #[error("{0}")]
+    Uncovered(String),
     /// A builder constraint was violated: a bug in a rule, reported as `RuntimeError`.
     #[error("tpurs internal lowering error: {0}")]
     Hlo(#[from] tpurs_hlo::Error),

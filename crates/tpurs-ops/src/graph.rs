@@ -186,6 +186,15 @@ fn lower_graph(
         };
         check_refs(&node.args, env.len(), node.outs.len(), entry.name)?;
         let args: Vec<Arg> = node.args.iter().map(|a| a.map_tensors(&types)).collect();
+        // Host numbers carry no imaginary part here: a complex one is refused by every rule.
+        if args.iter().any(|a| has_complex(a, true))
+            || (!entry.complex && args.iter().any(|a| has_complex(a, false)))
+        {
+            return Err(crate::Error::Uncovered(format!(
+                "tpurs: {} has no lowering for complex values",
+                entry.name
+            )));
+        }
         let mut feed = NodeInputs {
             args: &node.args,
             env: &env,
@@ -307,4 +316,16 @@ fn run_graph(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["tpurs::graph"], run_graph);
+}
+
+/// True when an argument holds a complex host number (`scalars`), or else a complex tensor
+/// or dtype.
+fn has_complex(a: &Arg, scalars: bool) -> bool {
+    match a {
+        Arg::Scalar(s) => scalars && s.dtype.is_complex(),
+        Arg::Tensor(t) => !scalars && t.dtype.is_complex(),
+        Arg::Dtype(d) => !scalars && d.is_complex(),
+        Arg::List(items) => items.iter().any(|i| has_complex(i, scalars)),
+        _ => false,
+    }
 }

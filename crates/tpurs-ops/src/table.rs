@@ -27,6 +27,9 @@ pub struct OpEntry {
     pub bake_scalars: bool,
     /// Only graphs use this rule (views and factories the bridge handles itself in eager).
     pub graph_only: bool,
+    /// The rule handles complex tensors and dtypes; others refuse them (the CPU fallback
+    /// runs those calls) rather than lower complex values as if they were real.
+    pub complex: bool,
 }
 
 /// Collects table entries; rule families call [`Registry::ops`].
@@ -53,6 +56,12 @@ impl Registered<'_> {
         self
     }
 
+    /// The rule handles complex tensors and dtypes too.
+    pub fn complex(self) -> Self {
+        self.entries.iter_mut().for_each(|e| e.complex = true);
+        self
+    }
+
     /// Write results into mutated arguments with any cast (copy semantics).
     pub fn any_cast(self) -> Self {
         self.entries.iter_mut().for_each(|e| e.check_cast = false);
@@ -71,6 +80,7 @@ impl Registry {
                 check_cast: true,
                 bake_scalars: false,
                 graph_only: false,
+                complex: false,
             });
         }
         Registered {

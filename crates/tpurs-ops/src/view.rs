@@ -59,6 +59,34 @@ pub fn reinterpret(b: &mut Builder, flat: &Value, to: DType) -> Result<Value> {
         let bytes = b.convert(flat, DType::U8);
         return reinterpret(b, &bytes, to);
     }
+    // Complex elements are (real, imaginary) pairs of their part type, assembled and taken
+    // apart explicitly: StableHLO has no bitcast to or from complex types.
+    if from.is_complex() {
+        let n = flat.shape()[0];
+        let re = b.real(flat);
+        let im = b.imag(flat);
+        let re = b.reshape(&re, &[n, 1])?;
+        let im = b.reshape(&im, &[n, 1])?;
+        let pairs = b.concatenate(&[&re, &im], 1)?;
+        let parts = b.reshape(&pairs, &[2 * n])?;
+        return reinterpret(b, &parts, to);
+    }
+    if to.is_complex() {
+        let parts = reinterpret(b, flat, to.real_part())?;
+        let n = parts.shape()[0];
+        if n % 2 != 0 {
+            return Err(Error::Runtime(format!(
+                "a storage of {n} {:?} elements cannot be viewed as {to:?}",
+                to.real_part()
+            )));
+        }
+        let pairs = b.reshape(&parts, &[n / 2, 2])?;
+        let re = b.slice(&pairs, &[0, 0], &[n / 2, 1], &[1, 1])?;
+        let im = b.slice(&pairs, &[0, 1], &[n / 2, 2], &[1, 1])?;
+        let re = b.reshape(&re, &[n / 2])?;
+        let im = b.reshape(&im, &[n / 2])?;
+        return Ok(b.complex(&re, &im)?);
+    }
     if to == DType::Bool {
         let bytes = reinterpret(b, flat, DType::U8)?;
         let zero = b.full_like(&bytes, Literal::Int(0));

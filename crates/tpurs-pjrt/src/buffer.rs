@@ -36,6 +36,10 @@ pub enum ElementType {
     F64,
     /// bfloat16.
     BF16,
+    /// Complex of two f32 (real, imaginary).
+    C64,
+    /// Complex of two f64 (real, imaginary).
+    C128,
 }
 
 impl ElementType {
@@ -45,7 +49,8 @@ impl ElementType {
             ElementType::Pred | ElementType::S8 | ElementType::U8 => 1,
             ElementType::S16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::S32 | ElementType::U32 | ElementType::F32 => 4,
-            ElementType::S64 | ElementType::U64 | ElementType::F64 => 8,
+            ElementType::S64 | ElementType::U64 | ElementType::F64 | ElementType::C64 => 8,
+            ElementType::C128 => 16,
         }
     }
 
@@ -65,11 +70,13 @@ impl ElementType {
             ElementType::F32 => 11,
             ElementType::F64 => 12,
             ElementType::BF16 => 13,
+            ElementType::C64 => 14,
+            ElementType::C128 => 15,
         }
     }
 
     /// Inverse of [`ElementType::to_pjrt`]; `None` for types this crate does
-    /// not support (complex, fp8, int4, token, ...).
+    /// not support (fp8, int4, token, ...).
     pub fn from_pjrt(v: i32) -> Option<ElementType> {
         Some(match v {
             1 => ElementType::Pred,
@@ -85,6 +92,8 @@ impl ElementType {
             11 => ElementType::F32,
             12 => ElementType::F64,
             13 => ElementType::BF16,
+            14 => ElementType::C64,
+            15 => ElementType::C128,
             _ => return None,
         })
     }

@@ -92,12 +92,13 @@ mod tests {
     fn element_type_codes_round_trip() {
         use ElementType::*;
         for t in [
-            Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16,
+            Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16, C64, C128,
         ] {
             assert_eq!(ElementType::from_pjrt(t.to_pjrt()), Some(t));
         }
         assert_eq!(ElementType::from_pjrt(0), None);
-        assert_eq!(ElementType::from_pjrt(14), None); // C64
+        assert_eq!(ElementType::from_pjrt(16), None); // F8E5M2
+        assert_eq!(C128.byte_size(), 16);
         assert_eq!(BF16.byte_size(), 2);
         assert_eq!(Pred.byte_size(), 1);
         assert_eq!(S64.byte_size(), 8);

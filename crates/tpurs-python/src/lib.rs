@@ -20,7 +20,7 @@ fn to_py(e: Error) -> PyErr {
         ErrorKind::Index => PyIndexError::new_err(msg),
         ErrorKind::Value => PyValueError::new_err(msg),
         ErrorKind::Type => PyTypeError::new_err(msg),
-        ErrorKind::NotImplemented => PyNotImplementedError::new_err(msg),
+        ErrorKind::NotImplemented | ErrorKind::Uncovered => PyNotImplementedError::new_err(msg),
         ErrorKind::Runtime => PyRuntimeError::new_err(msg),
         ErrorKind::OutOfMemory => out_of_memory(msg),
     }

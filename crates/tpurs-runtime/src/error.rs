@@ -16,6 +16,9 @@ pub enum ErrorKind {
     NotImplemented = 5,
     /// `torch.OutOfMemoryError` (a `RuntimeError`, what CUDA raises)
     OutOfMemory = 6,
+    /// A call the op's rule does not cover: the CPU fallback takes it (`NotImplementedError`
+    /// when fallbacks are forbidden).
+    Uncovered = 7,
 }
 
 /// A runtime error.
@@ -44,6 +47,7 @@ impl Error {
                 tpurs_ops::Error::Value(_) => ErrorKind::Value,
                 tpurs_ops::Error::Type(_) => ErrorKind::Type,
                 tpurs_ops::Error::NotImplemented(_) => ErrorKind::NotImplemented,
+                tpurs_ops::Error::Uncovered(_) => ErrorKind::Uncovered,
                 _ => ErrorKind::Runtime,
             },
             Error::Invalid(k, _) => *k,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tpurs_hlo::{DType, Literal, Precision};
 use tpurs_ops::dtype::from_scalar_type;
 use tpurs_ops::{
-    Arg, EagerArg, OpCall, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta, TensorMeta,
+    Arg, EagerArg, OpCall, OpEntry, OpId, ParamSource, ReturnSpec, ScalarMeta, StorageMeta,
+    TensorMeta,
 };
 use tpurs_pjrt::Buffer;
 
@@ -50,10 +51,37 @@ pub(crate) struct CallDesc<'a> {
     pub precision: Precision,
 }
 
-/// The element type of a ScalarType code; other dtypes (complex, float8, quantized) raise
+/// The element type of a ScalarType code; other dtypes (complex32, float8, quantized) raise
 /// `NotImplementedError`, as torch does for a dtype a kernel does not handle.
 pub(crate) fn dtype_of(code: i32) -> Result<DType> {
-    from_scalar_type(code).ok_or_else(|| {
+    from_scalar_type(code).ok_or_else(|| unsupported(code))
+}
+
+/// ScalarType codes of the complex dtypes the device stores.
+const COMPLEX_CODES: [i32; 2] = [9, 10];
+
+/// Refuses a complex dtype for an op whose rule does not handle complex values (and always
+/// for host numbers, which reach the runtime without their imaginary part).
+fn check_real(code: i32, entry: &OpEntry, complex_ok: bool) -> Result<()> {
+    if COMPLEX_CODES.contains(&code) && !complex_ok {
+        let name = if code == 9 {
+            "ComplexFloat"
+        } else {
+            "ComplexDouble"
+        };
+        return invalid(
+            ErrorKind::Uncovered,
+            format!(
+                "tpurs: {} has no lowering for {name} (ScalarType {code}) values on the tpu device",
+                entry.name
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn unsupported(code: i32) -> crate::Error {
+    {
         let name = match code {
             8 => "ComplexHalf",
             9 => "ComplexFloat",
@@ -66,7 +94,7 @@ pub(crate) fn dtype_of(code: i32) -> Result<DType> {
             ErrorKind::NotImplemented,
             format!("tpurs: {name} (ScalarType {code}) is not supported on the tpu device"),
         )
-    })
+    }
 }
 
 impl Scratch {
@@ -107,10 +135,11 @@ impl Scratch {
     }
 
     /// Appends the cache-key words of one argument.
-    fn encode(&mut self, a: &CArg, bake: bool, device: &mut Option<i32>) -> Result<()> {
+    fn encode(&mut self, a: &CArg, entry: &OpEntry, device: &mut Option<i32>) -> Result<()> {
         match a {
             CArg::None => self.key.push(kind::NONE as u64),
             CArg::Tensor(t) => {
+                check_real(t.dtype, entry, entry.complex)?;
                 match *device {
                     None => *device = Some(t.device),
                     Some(d) if d != t.device => {
@@ -136,18 +165,22 @@ impl Scratch {
                 self.key.extend(t.strides.iter().map(|&v| v as u64));
             }
             CArg::Scalar(v) => {
+                check_real(v.dtype, entry, false)?;
                 self.key.extend_from_slice(&[
                     kind::SCALAR as u64,
                     v.dtype as u64,
                     v.wrapped as u64,
                 ]);
-                if bake {
+                if entry.bake_scalars {
                     self.key.extend_from_slice(&[v.i as u64, v.f.to_bits()]);
                 }
             }
             CArg::Int(i) => self.key.extend_from_slice(&[kind::INT as u64, *i as u64]),
             CArg::Bool(b) => self.key.extend_from_slice(&[kind::BOOL as u64, *b as u64]),
-            CArg::Dtype(d) => self.key.extend_from_slice(&[kind::DTYPE as u64, *d as u64]),
+            CArg::Dtype(d) => {
+                check_real(*d, entry, entry.complex)?;
+                self.key.extend_from_slice(&[kind::DTYPE as u64, *d as u64]);
+            }
             CArg::Float(f) => self
                 .key
                 .extend_from_slice(&[kind::FLOAT as u64, f.to_bits()]),
@@ -174,7 +207,7 @@ impl Scratch {
                 self.key
                     .extend_from_slice(&[kind::LIST as u64, items.len() as u64]);
                 for item in items {
-                    self.encode(item, bake, device)?;
+                    self.encode(item, entry, device)?;
                 }
             }
         }
@@ -365,7 +398,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
         call.precision as u64,
     ]);
     for a in call.args {
-        s.encode(a, entry.bake_scalars, &mut device)?;
+        s.encode(a, entry, &mut device)?;
     }
     for m in &s.slot_meta {
         s.key.push(m.numel as u64);

@@ -29,6 +29,8 @@ pub(crate) fn element_type(d: DType) -> ElementType {
         DType::BF16 => ElementType::BF16,
         DType::F32 => ElementType::F32,
         DType::F64 => ElementType::F64,
+        DType::C64 => ElementType::C64,
+        DType::C128 => ElementType::C128,
     }
 }
 
@@ -48,6 +50,8 @@ pub(crate) fn dtype_of_element(e: ElementType) -> DType {
         ElementType::BF16 => DType::BF16,
         ElementType::F32 => DType::F32,
         ElementType::F64 => DType::F64,
+        ElementType::C64 => DType::C64,
+        ElementType::C128 => DType::C128,
     }
 }
 

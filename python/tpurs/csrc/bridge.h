@@ -2,6 +2,8 @@
 // and tensor <-> TpursArg conversion. The bridge is the only code tied to a torch version.
 #pragma once
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <c10/core/Allocator.h>
 
 #include "tpurs_core_api.h"
@@ -29,6 +31,12 @@ c10::Allocator* allocator();
 // Wraps a Rust storage (ownership passes to torch) as a contiguous tensor.
 at::Tensor wrap_storage(void* storage, int64_t nbytes, int32_t dtype, int32_t device, const int64_t* sizes,
                         int64_t ndim);
+
+// Runs an op on the CPU (copies in and out), or refuses when TPURS_FALLBACK=error.
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// True when TPURS_FALLBACK=error forbids CPU fallbacks.
+bool fallback_forbidden();
 
 // Registers a boxed kernel for every op of the Rust lowering table.
 void register_table_ops();

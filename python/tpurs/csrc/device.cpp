@@ -29,6 +29,7 @@ const TpursRuntime* g_rt = nullptr;
     case TPURS_TYPE:
       TORCH_CHECK_TYPE(false, msg);
     case TPURS_NOT_IMPLEMENTED:
+    case TPURS_UNCOVERED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
     case TPURS_OUT_OF_MEMORY:
       TORCH_CHECK_WITH(OutOfMemoryError, false, msg);

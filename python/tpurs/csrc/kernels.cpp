@@ -284,16 +284,20 @@ void check_no_partial_overlap(const OpDesc& d, c10::ArrayRef<c10::IValue> args) 
   }
 }
 
-// A negative view (`_neg_view`, what `.conj()` of a real tensor and torch's math-bit
-// fallback make) stores its values negated and says so in a bit; rules read storage, so
-// such an input is negated first (before packing: it runs a table op itself).
+// A negative view (`_neg_view`, what torch's math-bit fallback makes) stores its values
+// negated and says so in a bit; rules read storage, so such an input is negated first
+// (before packing: it runs a table op itself).
 void resolve_negative_inputs(const OpDesc& d, torch::jit::Stack* stack, size_t nargs) {
   const size_t base = stack->size() - nargs;
   for (size_t i = 0; i < nargs; ++i) {
     c10::IValue& v = (*stack)[base + i];
-    if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().is_neg()) continue;
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    if (!v.toTensor().is_neg() && !v.toTensor().is_conj()) continue;
     if (std::find(d.mutable_args.begin(), d.mutable_args.end(), static_cast<int32_t>(i)) != d.mutable_args.end()) continue;
-    v = v.toTensor()._neg_view().neg();
+    // A conjugate view (`.conj()` of a complex tensor, and the ops that reach a kernel
+    // without torch resolving it) keeps its sign in a bit the same way.
+    if (v.toTensor().is_conj()) v = at::_conj_physical(v.toTensor().conj());
+    if (v.toTensor().is_neg()) v = v.toTensor()._neg_view().neg();
   }
 }
 
@@ -345,6 +349,13 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   int32_t rc = g_api->run_op(g_rt, d.id, p.args.data(), static_cast<int64_t>(p.args.size()), p.writes.data(),
                              static_cast<int64_t>(p.writes.size()), p.returns.data(),
                              static_cast<int64_t>(p.returns.size()), default_dtype, precision, &res);
+  // A rule that does not cover this call (a complex input, say) refuses it before anything
+  // runs: the CPU takes it as it takes ops with no rule (under TPURS_FALLBACK=error the
+  // rule's own reason is raised).
+  if (rc == TPURS_UNCOVERED && !fallback_forbidden()) {
+    cpu_fallback(op, stack);
+    return;
+  }
   if (rc != TPURS_OK) throw_error(rc);
 
   // out= arguments whose shape changed get the new storage, as resize_ would.

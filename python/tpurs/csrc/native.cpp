@@ -7,6 +7,8 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -21,6 +23,28 @@
 #include "bridge.h"
 
 namespace tpurs {
+
+bool fallback_forbidden() {
+  static const bool strict = [] {
+    const char* v = std::getenv("TPURS_FALLBACK");
+    return v != nullptr && std::string(v) == "error";
+  }();
+  return strict;
+}
+
+// Ops with no rule, and calls a rule does not cover (a dtype it does not handle), run on
+// the CPU: one warning per op, a counter, or an error when TPURS_FALLBACK=error.
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_forbidden(), "tpurs has no lowering for ", full,
+                              " and TPURS_FALLBACK=error forbids running it on the CPU");
+  if (g_api->record_fallback(g_rt, full.c_str()) == 1) {
+    TORCH_WARN("tpurs: ", full, " has no tpu lowering; running it on the CPU (copies in and out)");
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
 namespace {
 
 c10::DispatchKeySet tpu_keys() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
@@ -46,11 +70,15 @@ bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::
 // Negates what `t` stores, whatever its negative bit says.
 void negate_stored(const at::Tensor& t) { (t.is_neg() ? t._neg_view() : t).neg_(); }
 
+// Conjugates what `t` stores, whatever its conjugate bit says.
+void conjugate_stored(const at::Tensor& t) { (t.is_conj() ? t.conj() : t).conj_physical_(); }
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   if (dst.numel() == 0) return dst;
   // A negative view keeps its sign in a bit, not in its data: the copies below move data,
   // then what the destination stores is negated where the two bits differ.
   const bool flip = self.is_neg() != dst.is_neg();
+  const bool conj = self.is_conj() != dst.is_conj();
   if (is_tpu(self) && is_tpu(dst)) {
     // Same device: the Rust copy rule casts and broadcasts. Across devices: cast on the
     // source device first, then move equal shapes and dtypes.
@@ -67,11 +95,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     TpursArg d = tensor_arg(dst), s = tensor_arg(src);
     check(g_api->copy_between(g_rt, &d, &s));
     if (flip) negate_stored(dst);
+    if (conj) conjugate_stored(dst);
   } else if (is_tpu(dst)) {
-    at::Tensor src = self.resolve_neg().to(dst.scalar_type()).expand_as(dst).contiguous();
+    at::Tensor src = self.resolve_neg().resolve_conj().to(dst.scalar_type()).expand_as(dst).contiguous();
     TpursArg d = tensor_arg(dst);
     check(g_api->copy_from_host(g_rt, &d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));
     if (dst.is_neg()) negate_stored(dst);
+    if (dst.is_conj()) conjugate_stored(dst);
   } else {
     // A dense destination of the same shape and dtype (as `.cpu()` makes) takes the bytes
     // directly; anything else goes through a staging tensor and CPU copy_.
@@ -81,6 +111,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     TpursArg s = tensor_arg(self);
     check(g_api->copy_to_host(g_rt, &s, host.data_ptr(), static_cast<int64_t>(host.nbytes())));
     if (self.is_neg()) host.neg_();
+    if (self.is_conj()) host.conj_physical_();
     if (!direct) dst.copy_(host);
   }
   return dst;
@@ -177,23 +208,6 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return values.index_select(0, where);
 }
 
-// Ops with no rule run on the CPU: one warning per op, a counter, or an error when
-// TPURS_FALLBACK=error.
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const auto& name = op.schema().operator_name();
-  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
-  static const bool strict = [] {
-    const char* v = std::getenv("TPURS_FALLBACK");
-    return v != nullptr && std::string(v) == "error";
-  }();
-  TORCH_CHECK_NOT_IMPLEMENTED(!strict, "tpurs has no lowering for ", full,
-                              " and TPURS_FALLBACK=error forbids running it on the CPU");
-  if (g_api->record_fallback(g_rt, full.c_str()) == 1) {
-    TORCH_WARN("tpurs: ", full, " has no tpu lowering; running it on the CPU (copies in and out)");
-  }
-  at::native::cpu_fallback(op, stack);
-}
-
 // `param.data = tpu_tensor` (what `Module.to("tpu")` does) is allowed between dense CPU and
 // tpu tensors, as between CPU and CUDA: without it `Module._apply` makes new Parameters,
 // which unties tied weights (embeddings and LM heads) and detaches them from optimizers.
@@ -223,6 +237,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", &tpurs::equal);
   m.impl("_has_compatible_shallow_copy_type", &tpurs::has_compatible_shallow_copy_type);
   m.impl("view", &at::native::view);
+  m.impl("view_as_real", &at::native::view_as_real);
+  m.impl("view_as_complex", &at::native::view_as_complex);
   m.impl("as_strided", &at::native::as_strided_tensorimpl);
   m.impl("_reshape_alias", &at::native::_reshape_alias);
   m.impl("unfold", &at::native::unfold);
@@ -232,7 +248,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpurs::cpu_fallback>());
 }
 
-// `_copy_from`'s schema does not mark its destination as written, so torch's negative-bit
-// fallback would copy into a resolved temporary and lose the write; `copy_from` handles
-// both bits itself. (Only backends that copy through `_copy_from` reach this.)
+// `_copy_from`'s schema does not mark its destination as written, so torch's negative- and
+// conjugate-bit fallbacks would copy into a resolved temporary and lose the write;
+// `copy_from` handles the bits itself. (Only backends that copy through `_copy_from` reach
+// this.)
 TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }

@@ -30,7 +30,7 @@ enum TpursResultKind { TPURS_UNDEFINED = 0, TPURS_FRESH = 1, TPURS_ALIAS = 2, TP
 
 // Error kinds returned by calls (0 = success).
 enum TpursErrorKind { TPURS_OK = 0, TPURS_RUNTIME = 1, TPURS_INDEX = 2, TPURS_VALUE = 3, TPURS_TYPE = 4, TPURS_NOT_IMPLEMENTED = 5,
-                      TPURS_OUT_OF_MEMORY = 6 };
+                      TPURS_OUT_OF_MEMORY = 6, TPURS_UNCOVERED = 7 };
 
 typedef struct TpursArg {
   int32_t kind;

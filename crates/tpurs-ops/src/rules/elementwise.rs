@@ -616,9 +616,9 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["relu", "relu_"], relu);
     reg.ops(variants!("logical_not"), logical_not);
 
-    reg.ops(binary_variants!("add"), add);
-    reg.ops(binary_variants!("sub"), sub);
-    reg.ops(binary_variants!("mul"), mul);
+    reg.ops(binary_variants!("add"), add).complex();
+    reg.ops(binary_variants!("sub"), sub).complex();
+    reg.ops(binary_variants!("mul"), mul).complex();
     reg.ops(
         &[
             "div.Tensor",
@@ -716,9 +716,10 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         clamp,
     );
-    reg.ops(&["fill_.Scalar", "fill_.Tensor"], fill).any_cast();
-    reg.ops(&["zero_"], zero).any_cast();
+    reg.ops(&["fill_.Scalar"], fill).any_cast().complex();
+    reg.ops(&["fill_.Tensor"], fill).any_cast();
+    reg.ops(&["zero_"], zero).any_cast().complex();
     // Internal (not an ATen name): torch routes copy_ through `_copy_from` in the bridge.
-    reg.ops(&["tpurs::copy_"], copy).any_cast();
-    reg.ops(&["clone"], |ctx| one(ctx.tensor(0)?));
+    reg.ops(&["tpurs::copy_"], copy).any_cast().complex();
+    reg.ops(&["clone"], |ctx| one(ctx.tensor(0)?)).complex();
 }

@@ -12,6 +12,7 @@ mod activations;
 mod adaptive_pool;
 mod advanced_index;
 mod batch_norm;
+mod complex;
 mod conv;
 mod decomp;
 mod elementwise;
@@ -81,6 +82,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     sort::register(reg);
     svd::register(reg);
     special::register(reg);
+    complex::register(reg);
     upsample::register(reg);
     pad::register(reg);
     unpool::register(reg);

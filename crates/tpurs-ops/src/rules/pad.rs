@@ -70,7 +70,7 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
         let (before, after) = (padding[2 * j], padding[2 * j + 1]);
         let n = input.shape[d];
         if before < 0 || after < 0 {
-            return Err(Error::NotImplemented(format!(
+            return Err(Error::Uncovered(format!(
                 "{base}: negative padding is not supported on the tpu device"
             )));
         }

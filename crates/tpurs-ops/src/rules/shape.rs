@@ -552,13 +552,14 @@ fn unfold_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Registers the shape family.
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["cat", "cat.out"], cat);
+    reg.ops(&["cat", "cat.out"], cat).complex();
     reg.ops(&["flip", "flip.out"], flip);
     reg.ops(&["roll", "roll.out"], roll);
     reg.ops(&["repeat", "repeat.out"], repeat);
     reg.ops(&["tril", "tril_", "tril.out"], |ctx| triangle(ctx, true));
     reg.ops(&["triu", "triu_", "triu.out"], |ctx| triangle(ctx, false));
-    reg.ops(&["constant_pad_nd", "constant_pad_nd.out"], constant_pad_nd);
+    reg.ops(&["constant_pad_nd", "constant_pad_nd.out"], constant_pad_nd)
+        .complex();
     reg.ops(&["slice_scatter", "slice_scatter.out"], slice_scatter);
     reg.ops(&["select_scatter", "select_scatter.out"], select_scatter);
     reg.ops(
@@ -569,8 +570,10 @@ pub(crate) fn register(reg: &mut Registry) {
         &["as_strided_scatter", "as_strided_scatter.out"],
         as_strided_scatter,
     );
-    reg.ops(&["slice_backward", "slice_backward.out"], slice_backward);
-    reg.ops(&["select_backward", "select_backward.out"], select_backward);
+    reg.ops(&["slice_backward", "slice_backward.out"], slice_backward)
+        .complex();
+    reg.ops(&["select_backward", "select_backward.out"], select_backward)
+        .complex();
     reg.ops(
         &["diagonal_backward", "diagonal_backward.out"],
         diagonal_backward,

@@ -1,0 +1,191 @@
+//! Complex tensors: assembling them (`complex`, `polar`), conjugating, and the discrete
+//! Fourier transforms torch's `torch.fft` functions reduce to (`_fft_r2c`, `_fft_c2c`,
+//! `_fft_c2r`). Transforms run one dimension at a time with `stablehlo.fft`; XLA's inverse
+//! transforms divide by `n`, so the scale torch's `normalization` asks for is applied
+//! against that.
+
+use tpurs_hlo::{Builder, DType, FftKind, Literal, Value};
+
+use super::{one, operands, wrap_dim};
+use crate::ctx::{Ctx, Out};
+use crate::error::{runtime, Result};
+use crate::table::Registry;
+
+/// `kind` along dimension `dim` of length `n` (the real signal's length for `Rfft` and
+/// `Irfft`): the dimension goes last, is transformed, and comes back.
+fn fft_along(b: &mut Builder, x: &Value, dim: usize, kind: FftKind, n: i64) -> Result<Value> {
+    let last = x.rank() - 1;
+    let mut perm: Vec<i64> = (0..x.rank() as i64).collect();
+    perm.swap(dim, last);
+    let moved = b.transpose(x, &perm)?;
+    let y = b.fft(&moved, kind, &[n])?;
+    Ok(b.transpose(&y, &perm)?)
+}
+
+/// Multiplies by `factor` unless it is 1.
+fn scale(b: &mut Builder, x: Value, factor: f64) -> Result<Value> {
+    if factor == 1.0 {
+        return Ok(x);
+    }
+    let f = b.full_like(&x, Literal::Float(factor));
+    Ok(b.mul(&x, &f)?)
+}
+
+/// torch's `normalization` code (0: none, 1: `1/sqrt(n)`, 2: `1/n`) as a factor, times
+/// `n` for inverse transforms to undo XLA's own `1/n`.
+fn norm_factor(mode: i64, n: i64, inverse: bool) -> Result<f64> {
+    let n = n as f64;
+    let wanted = match mode {
+        0 => 1.0,
+        1 => 1.0 / n.sqrt(),
+        2 => 1.0 / n,
+        _ => return runtime(format!("Invalid normalization mode: {mode}")),
+    };
+    Ok(if inverse { wanted * n } else { wanted })
+}
+
+fn dims_of(ctx: &Ctx, i: usize, rank: usize) -> Result<Vec<usize>> {
+    ctx.int_list(i)?
+        .into_iter()
+        .map(|d| wrap_dim(d, rank))
+        .collect()
+}
+
+/// The input as a complex value (real inputs get a zero imaginary part).
+fn complex_input(ctx: &mut Ctx, i: usize) -> Result<Value> {
+    let x = ctx.tensor(i)?;
+    let dtype = x.dtype().to_complex();
+    crate::dtype::cast(&mut ctx.b, &x, dtype)
+}
+
+/// `_fft_r2c(self, dim, normalization, onesided)`: the last listed dimension keeps
+/// `n/2 + 1` frequencies when one-sided.
+fn fft_r2c(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let rank = ctx.ty(0)?.rank();
+    let dims = dims_of(ctx, 1, rank)?;
+    let (mode, onesided) = (ctx.int(2)?, ctx.bool_or(3, true)?);
+    let Some((&last, rest)) = dims.split_last() else {
+        return one(complex_input(ctx, 0)?);
+    };
+    let x = ctx.tensor(0)?;
+    let shape = x.shape().to_vec();
+    let part = if x.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let b = &mut ctx.b;
+    let x = b.convert(&x, part);
+    let mut y = if onesided {
+        fft_along(b, &x, last, FftKind::Rfft, shape[last])?
+    } else {
+        let z = crate::dtype::cast(b, &x, part.to_complex())?;
+        fft_along(b, &z, last, FftKind::Fft, shape[last])?
+    };
+    for &d in rest {
+        y = fft_along(b, &y, d, FftKind::Fft, shape[d])?;
+    }
+    let n = dims.iter().map(|&d| shape[d]).product();
+    one(scale(b, y, norm_factor(mode, n, false)?)?)
+}
+
+/// `_fft_c2c(self, dim, normalization, forward)`.
+fn fft_c2c(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let rank = ctx.ty(0)?.rank();
+    let dims = dims_of(ctx, 1, rank)?;
+    let (mode, forward) = (ctx.int(2)?, ctx.bool_or(3, true)?);
+    let mut y = complex_input(ctx, 0)?;
+    let shape = y.shape().to_vec();
+    let kind = if forward { FftKind::Fft } else { FftKind::Ifft };
+    for &d in &dims {
+        y = fft_along(&mut ctx.b, &y, d, kind, shape[d])?;
+    }
+    let n = dims.iter().map(|&d| shape[d]).product();
+    one(scale(&mut ctx.b, y, norm_factor(mode, n, !forward)?)?)
+}
+
+/// `_fft_c2r(self, dim, normalization, last_dim_size)`: inverse transforms over the listed
+/// dimensions, the last one from `n/2 + 1` one-sided frequencies to `last_dim_size` reals.
+fn fft_c2r(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let rank = ctx.ty(0)?.rank();
+    let dims = dims_of(ctx, 1, rank)?;
+    let (mode, last_size) = (ctx.int(2)?, ctx.int(3)?);
+    let mut y = complex_input(ctx, 0)?;
+    let Some((&last, rest)) = dims.split_last() else {
+        return runtime("_fft_c2r: expected at least one dimension");
+    };
+    let shape = y.shape().to_vec();
+    let b = &mut ctx.b;
+    for &d in rest {
+        y = fft_along(b, &y, d, FftKind::Ifft, shape[d])?;
+    }
+    let y = fft_along(b, &y, last, FftKind::Irfft, last_size)?;
+    let n = rest.iter().map(|&d| shape[d]).product::<i64>() * last_size;
+    one(scale(b, y, norm_factor(mode, n, true)?)?)
+}
+
+/// `complex(real, imag)`.
+fn complex(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (a, b) = (ctx.ty(0)?.dtype, ctx.ty(1)?.dtype);
+    if a != b || !a.is_float() {
+        return runtime(format!(
+            "Expected object of scalar type {} but got scalar type {} for second argument",
+            crate::dtype::torch_name(a),
+            crate::dtype::torch_name(b)
+        ));
+    }
+    let v = operands(ctx, &[0, 1], a)?;
+    let (re, im) = broadcast_pair(&mut ctx.b, &v[0], &v[1])?;
+    let re = ctx.b.convert(&re, a.to_complex().real_part());
+    let im = ctx.b.convert(&im, a.to_complex().real_part());
+    one(ctx.b.complex(&re, &im)?)
+}
+
+/// `polar(abs, angle)`: `abs * (cos(angle) + i sin(angle))`.
+fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let d = ctx.ty(0)?.dtype;
+    let v = operands(ctx, &[0, 1], d)?;
+    let b = &mut ctx.b;
+    let (r, t) = broadcast_pair(b, &v[0], &v[1])?;
+    let (c, s) = (b.cos(&t), b.sin(&t));
+    let re = b.mul(&r, &c)?;
+    let im = b.mul(&r, &s)?;
+    let part = d.to_complex().real_part();
+    let (re, im) = (b.convert(&re, part), b.convert(&im, part));
+    one(b.complex(&re, &im)?)
+}
+
+fn broadcast_pair(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value)> {
+    let shape = super::broadcast_shapes(x.shape(), y.shape())?;
+    Ok((b.broadcast_to(x, &shape)?, b.broadcast_to(y, &shape)?))
+}
+
+/// `conj_physical`: the conjugate, computed (real tensors are their own conjugate).
+fn conj_physical(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    if !x.dtype().is_complex() {
+        return one(x);
+    }
+    let b = &mut ctx.b;
+    let (re, im) = (b.real(&x), b.imag(&x));
+    let im = b.neg(&im);
+    one(b.complex(&re, &im)?)
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["_fft_r2c", "_fft_r2c.out"], fft_r2c).complex();
+    reg.ops(&["_fft_c2c", "_fft_c2c.out"], fft_c2c).complex();
+    reg.ops(&["_fft_c2r", "_fft_c2r.out"], fft_c2r).complex();
+    reg.ops(&["complex", "complex.out"], complex).complex();
+    reg.ops(&["polar", "polar.out"], polar).complex();
+    reg.ops(
+        &[
+            "_conj_physical",
+            "conj_physical",
+            "conj_physical.out",
+            "conj_physical_",
+        ],
+        conj_physical,
+    )
+    .complex();
+}

@@ -1,0 +1,124 @@
+"""Complex tensors on the device against CPU PyTorch: storage and copies (views, conjugate
+bits, casts), `complex`/`polar`, complex add/sub/mul, and the `torch.fft` family with every
+normalization, signal lengths that pad or trim, and gradients through the transforms."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+torch.manual_seed(0)
+REAL = torch.randn(4, 6)
+CPLX = torch.complex(torch.randn(4, 6), torch.randn(4, 6))
+NORMS = (None, "forward", "ortho")
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if k != "TPURS_FALLBACK"} | env
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
+
+
+def test_storage_views_and_casts():
+    with no_fallback():
+        check(lambda c: c.clone(), CPLX)
+        check(lambda c: c.t().contiguous(), CPLX)
+        check(lambda c: c[:, 1::2], CPLX)
+        check(torch.view_as_real, CPLX)
+        check(lambda c: (c.real, c.imag), CPLX)
+        check(lambda x: torch.view_as_complex(x.reshape(4, 3, 2)), REAL)
+        check(lambda x: x.to(torch.complex64), REAL)
+        check(lambda x: x.to(torch.complex128), REAL.double())
+        check(lambda c: c.to(torch.complex128), CPLX)
+        check(lambda c: torch.cat([c, c.conj()]), CPLX)
+
+
+def test_conjugate_bit():
+    with no_fallback():
+        check(lambda c: c.conj(), CPLX)
+        check(torch.conj_physical, CPLX)
+        check(lambda c: c.conj() * c, CPLX)
+        check(lambda c: c.conj().clone(), CPLX)
+    # Copies in and out of a conjugate view keep its meaning.
+    dst = torch.zeros(4, 6, dtype=torch.complex64, device="tpu").conj()
+    dst.copy_(CPLX)
+    torch.testing.assert_close(dst.cpu(), CPLX)
+    torch.testing.assert_close(dst.resolve_conj().cpu(), CPLX)
+    host = torch.zeros(4, 6, dtype=torch.complex64).conj()
+    host.copy_(CPLX.to("tpu"))
+    torch.testing.assert_close(host, CPLX)
+
+
+def test_arithmetic_and_constructors():
+    with no_fallback():
+        check(lambda c, d: (c + d, c - d, c * d, c + 2 * d, c * 3), CPLX, CPLX.flip(0))
+        check(lambda c, x: c * x, CPLX, REAL)
+        check(torch.complex, REAL, REAL.flip(1))
+        check(torch.polar, REAL.abs(), REAL)
+        check(lambda c: torch.nn.functional.pad(c, (1, 2)), CPLX)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fft_one_dim(norm):
+    with no_fallback():
+        for fn in (torch.fft.fft, torch.fft.ifft):
+            check(lambda t: fn(t, norm=norm), REAL, atol=1e-5, rtol=1e-4)
+            check(lambda t: fn(t, norm=norm), CPLX, atol=1e-5, rtol=1e-4)
+            check(lambda t: fn(t, n=9, dim=0, norm=norm), CPLX, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.rfft(t, norm=norm), REAL, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.rfft(t, n=5, norm=norm), REAL, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.ihfft(t, norm=norm), REAL, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.irfft(t, norm=norm), CPLX, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.irfft(t, n=7, norm=norm), CPLX, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.hfft(t, norm=norm), CPLX, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fft_many_dims(norm):
+    vol = torch.randn(3, 4, 5, 6)
+    with no_fallback():
+        check(lambda t: torch.fft.fft2(t, norm=norm), CPLX, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.ifftn(t, norm=norm), vol, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.fftn(t, dim=(0, 2, 3), norm=norm), vol, atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.fft.rfftn(t, norm=norm), vol, atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.fft.rfft2(t, s=(3, 8), norm=norm), vol, atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.fft.irfftn(torch.fft.rfftn(t), s=t.shape[-3:], norm=norm), vol, atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.fft.irfft2(t, norm=norm), CPLX, atol=1e-4, rtol=1e-4)
+        check(lambda t: torch.fft.hfft2(t, norm=norm), CPLX, atol=1e-4, rtol=1e-4)
+
+
+def test_fft_double_and_stft():
+    with no_fallback():
+        check(torch.fft.fft, REAL.double())
+        check(torch.fft.rfft, REAL.double())
+        window = torch.hann_window(8)
+        signal = torch.randn(2, 64)
+        check(lambda s, w: torch.stft(s, 8, window=w, return_complex=True), signal, window, atol=1e-5, rtol=1e-4)
+
+
+def test_fft_gradients():
+    x = torch.randn(4, 8, requires_grad=True)
+    with no_fallback():
+        check(lambda t: torch.view_as_real(torch.fft.rfft(t)), x, grad=True, atol=1e-5, rtol=1e-4)
+        check(lambda t: torch.fft.irfft(torch.fft.fft(t), n=8), x, grad=True, atol=1e-5, rtol=1e-4)
+
+
+def test_ops_without_a_complex_lowering_fall_back():
+    # A rule that does not handle complex values sends the call to the CPU like an op with
+    # no rule (right values, one warning); TPURS_FALLBACK=error refuses it and says why.
+    code = (
+        "import torch\n"
+        "c = torch.complex(torch.randn(5), torch.randn(5))\n"
+        "try:\n"
+        "    y = c.to('tpu').exp().cpu()\n"
+        "    torch.testing.assert_close(y, c.exp())\n"
+        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::exp', 0))\n"
+        "except NotImplementedError as e:\n"
+        "    print('refused', e)\n"
+    )
+    loose = run_python(code)
+    assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
+    strict = run_python(code, TPURS_FALLBACK="error")
+    assert "refused tpurs: exp has no lowering for ComplexFloat" in strict.stdout, strict.stdout + strict.stderr

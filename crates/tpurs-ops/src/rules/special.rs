@@ -266,7 +266,10 @@ fn polygamma(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Applies `f` in f32 (or f64) to argument 0 promoted to a float dtype.
-fn special(ctx: &mut Ctx, f: fn(&mut Builder, &Value) -> Result<Value>) -> Result<Vec<Out>> {
+pub(crate) fn special(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value) -> Result<Value>,
+) -> Result<Vec<Out>> {
     let d = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
     let wide = if d == DType::F64 {
         DType::F64

@@ -1,0 +1,63 @@
+"""erfc and its relatives, the modified Bessel functions, the Bessel functions J and Y and the
+Airy function against CPU PyTorch: both sides of every range boundary, zero, negative, large,
+infinite and NaN arguments, in float32 and float64, with no CPU fallback."""
+
+import pytest
+import torch
+from helpers import check, no_fallback
+
+S = torch.special
+
+EDGES = [0.0, -0.0, 1e-30, 1e-6, -1e-6, 0.5, -0.5, 1.0, -1.0, 2.0, 2.09, -2.09, 5.0, -5.0, 7.9, 8.0, 8.1]
+FAR = [50.0, 89.0, 100.0, 200.0, -50.0, float("inf"), float("-inf"), float("nan")]
+POINTS = torch.tensor(torch.linspace(-30, 30, 121).tolist() + EDGES + FAR)
+
+# (function, float32 tolerances, float64 tolerances)
+OPS = {
+    "erfc": (torch.erfc, 1e-6, 1e-5, 1e-15, 1e-12),
+    "erfcx": (S.erfcx, 1e-6, 1e-5, 1e-15, 1e-12),
+    "log_ndtr": (S.log_ndtr, 1e-6, 1e-5, 1e-15, 1e-12),
+    "i0": (torch.i0, 1e-6, 1e-5, 1e-15, 1e-12),
+    "i0e": (S.i0e, 1e-6, 1e-5, 1e-15, 1e-12),
+    "i1": (S.i1, 1e-6, 1e-5, 1e-15, 1e-12),
+    "i1e": (S.i1e, 1e-6, 1e-5, 1e-15, 1e-12),
+    "modified_bessel_i0": (S.modified_bessel_i0, 1e-6, 1e-5, 1e-15, 1e-12),
+    "modified_bessel_i1": (S.modified_bessel_i1, 1e-6, 1e-5, 1e-15, 1e-12),
+    "modified_bessel_k0": (S.modified_bessel_k0, 1e-6, 1e-5, 1e-15, 1e-12),
+    "modified_bessel_k1": (S.modified_bessel_k1, 1e-6, 1e-5, 1e-15, 1e-12),
+    "scaled_modified_bessel_k0": (S.scaled_modified_bessel_k0, 1e-6, 1e-5, 1e-15, 1e-12),
+    "scaled_modified_bessel_k1": (S.scaled_modified_bessel_k1, 1e-6, 1e-5, 1e-15, 1e-12),
+    "bessel_j0": (S.bessel_j0, 1e-6, 1e-5, 1e-12, 1e-10),
+    "bessel_j1": (S.bessel_j1, 1e-6, 1e-5, 1e-12, 1e-10),
+    "bessel_y0": (S.bessel_y0, 1e-6, 1e-5, 1e-12, 1e-10),
+    "bessel_y1": (S.bessel_y1, 1e-6, 1e-5, 1e-12, 1e-10),
+    "airy_ai": (S.airy_ai, 1e-5, 1e-5, 1e-12, 1e-10),
+}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_unary(name):
+    fn, atol, rtol, atol64, rtol64 = OPS[name]
+    with no_fallback():
+        check(fn, POINTS, atol=atol, rtol=rtol)
+        check(fn, POINTS.double(), atol=atol64, rtol=rtol64)
+        check(fn, torch.arange(-3, 4))
+
+
+def test_out_and_in_place():
+    x = torch.linspace(-4, 4, 9)
+    with no_fallback():
+        check(lambda t: torch.erfc(t, out=torch.empty_like(t)), x)
+        check(lambda t: torch.i0(t, out=torch.empty_like(t)), x)
+        check(lambda t: S.bessel_j0(t, out=torch.empty_like(t)), x)
+        check(lambda t: S.scaled_modified_bessel_k1(t.abs(), out=torch.empty_like(t)), x)
+        check(lambda t: t.clone().erfc_(), x)
+        check(lambda t: t.clone().i0_(), x)
+
+
+def test_half_precision():
+    x = torch.linspace(-6, 6, 25)
+    with no_fallback():
+        for dtype in (torch.bfloat16, torch.float16):
+            check(torch.erfc, x.to(dtype), atol=1e-2, rtol=1e-2)
+            check(torch.i0, x.to(dtype), atol=1e-2, rtol=1e-2)

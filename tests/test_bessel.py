@@ -1,6 +1,7 @@
-"""erfc and its relatives, the modified Bessel functions, the Bessel functions J and Y and the
-Airy function against CPU PyTorch: both sides of every range boundary, zero, negative, large,
-infinite and NaN arguments, in float32 and float64, with no CPU fallback."""
+"""erfc and its relatives, the modified Bessel functions, the Bessel functions J and Y, the
+Airy function and frexp against CPU PyTorch: both sides of every range boundary, zero,
+negative, large, infinite and NaN arguments (subnormals for frexp), in float32 and float64,
+with no CPU fallback."""
 
 import pytest
 import torch
@@ -61,3 +62,19 @@ def test_half_precision():
         for dtype in (torch.bfloat16, torch.float16):
             check(torch.erfc, x.to(dtype), atol=1e-2, rtol=1e-2)
             check(torch.i0, x.to(dtype), atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_frexp(dtype):
+    x = torch.tensor([0.0, -0.0, 1.0, -3.5, 0.75, 123.456, 1e30, 1e-40, -1e-45, 1.2e-38])
+    x = torch.cat([x, torch.tensor([float("inf"), float("-inf"), float("nan")])]).to(dtype)
+    if dtype == torch.float64:
+        x = torch.cat([x, torch.tensor([5e-324, 2.2e-308, -1e-310], dtype=dtype)])
+    with no_fallback():
+        check(torch.frexp, x, atol=0, rtol=0)
+        check(
+            lambda t: torch.frexp(
+                t, out=(torch.empty_like(t), torch.empty(t.shape, dtype=torch.int32, device=t.device))
+            ),
+            x,
+        )

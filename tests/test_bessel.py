@@ -1,7 +1,7 @@
 """erfc and its relatives, the modified Bessel functions, the Bessel functions J and Y, the
-Airy function and frexp against CPU PyTorch: both sides of every range boundary, zero,
-negative, large, infinite and NaN arguments (subnormals for frexp), in float32 and float64,
-with no CPU fallback."""
+Airy function, the incomplete gamma functions and frexp against CPU PyTorch: both sides of
+every range boundary, zero, negative, large, infinite and NaN arguments (subnormals for
+frexp), in float32 and float64, with no CPU fallback."""
 
 import pytest
 import torch
@@ -78,3 +78,24 @@ def test_frexp(dtype):
             ),
             x,
         )
+
+
+GAMMA_POINTS = [0.0, 1e-3, 0.3, 0.5, 0.9, 1.0, 1.05, 1.5, 3.0, 10.0, 19.0, 25.0, 60.0, 199.0, 250.0, 1e4]
+GAMMA_EDGES = [float("inf"), -1.0, float("nan")]
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac])
+def test_igamma(fn):
+    v = torch.tensor(GAMMA_POINTS + GAMMA_EDGES)
+    a, x = (t.flatten() for t in torch.meshgrid(v, v, indexing="ij"))
+    # Large a near x (the asymptotic expansion) and a broad random sweep.
+    near = torch.tensor([30.0, 150.0, 300.0, 5000.0])
+    a = torch.cat([a, near, near, torch.rand(200) * 50])
+    x = torch.cat([x, near * 0.9, near * 1.02, torch.rand(200) * 50])
+    with no_fallback():
+        check(fn, a, x, atol=1e-6, rtol=1e-5)
+        check(fn, a.double(), x.double(), atol=1e-13, rtol=1e-12)
+        check(lambda t: fn(t, torch.tensor(2.5, device=t.device)), torch.linspace(0.1, 6, 12))
+        check(lambda s, t: fn(s, t, out=torch.empty_like(s)), a[:50], x[:50], atol=1e-6, rtol=1e-5)
+        method = fn.__name__ + "_"
+        check(lambda s, t: getattr(s.clone(), method)(t), a[:50], x[:50], atol=1e-6, rtol=1e-5)

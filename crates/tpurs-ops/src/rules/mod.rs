@@ -34,6 +34,7 @@ mod gated;
 mod graph_only;
 mod group_norm;
 mod grouped_mm;
+mod igamma;
 mod index;
 mod index_reduce;
 mod linalg;
@@ -95,6 +96,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     erfc::register(reg);
     bessel::register(reg);
     modified_bessel::register(reg);
+    igamma::register(reg);
     upsample::register(reg);
     pad::register(reg);
     unpool::register(reg);

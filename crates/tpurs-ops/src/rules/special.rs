@@ -53,7 +53,7 @@ fn pi_times_frac(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.mul(&frac, &pi)?)
 }
 
-fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(crate) fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let (z, reflect) = lanczos_arg(b, x)?;
     let mut sum = full(b, &z, LANCZOS_BASE);
     for (i, &c) in LANCZOS.iter().enumerate() {

@@ -1,5 +1,5 @@
-//! Functions of a float's bits: `signbit` and `nextafter`. They work on the integer image
-//! of each value, so -0.0, subnormals and the last steps before infinity come out as on
+//! Functions of a float's bits: `signbit`, `nextafter` and `frexp`. They work on the integer
+//! image of each value, so -0.0, subnormals and the last steps before infinity come out as on
 //! CPU, whatever the device does with subnormal arithmetic.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
@@ -96,8 +96,64 @@ fn nextafter(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.select(&nan, &quiet_nan, &result)?)
 }
 
+/// `frexp(self)`: the mantissa (in `[0.5, 1)`, with the sign of x) and the int32 exponent
+/// with `x = m 2^e`; `(x, 0)` for zeros, infinities and NaN. A subnormal's significand is
+/// converted to a float (exactly) and its exponent read from that, so no subnormal
+/// arithmetic is needed.
+fn frexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    let dtype = x.dtype();
+    if !dtype.is_float() {
+        return crate::error::runtime("torch.frexp() only supports floating-point dtypes");
+    }
+    let (mant_bits, exp_bits): (i64, i64) = match dtype {
+        DType::F16 => (10, 5),
+        DType::BF16 => (7, 8),
+        DType::F32 => (23, 8),
+        _ => (52, 11),
+    };
+    let bias = (1 << (exp_bits - 1)) - 1;
+    let int = bits_type(dtype);
+    let b = &mut ctx.b;
+    let int_c = |b: &mut Builder, like: &Value, v: i64| b.full_like(like, Literal::Int(v));
+    let bits = b.bitcast_convert(&x, int);
+    let sign_c = int_c(b, &bits, sign_mask(int));
+    let sign = b.and(&bits, &sign_c)?;
+    let mag = b.xor(&bits, &sign)?;
+    let shift = int_c(b, &bits, mant_bits);
+    let field = b.shift_right_logical(&mag, &shift)?;
+    // The significand of a subnormal as a normal float: 2^(1 - bias - mant_bits) times it.
+    let as_float = b.convert(&mag, dtype);
+    let norm = b.bitcast_convert(&as_float, int);
+    let norm_field = b.shift_right_logical(&norm, &shift)?;
+    let offset = int_c(b, &bits, bias + mant_bits - 1);
+    let norm_field = b.sub(&norm_field, &offset)?;
+    let zero = int_c(b, &bits, 0);
+    let subnormal = b.compare(CompareDir::Eq, &field, &zero)?;
+    let field = b.select(&subnormal, &norm_field, &field)?;
+    let src = b.select(&subnormal, &norm, &mag)?;
+    let frac_c = int_c(b, &bits, (1 << mant_bits) - 1);
+    let frac = b.and(&src, &frac_c)?;
+    let half_c = int_c(b, &bits, (bias - 1) << mant_bits);
+    let m = b.or(&frac, &half_c)?;
+    let m = b.or(&m, &sign)?;
+    let m = b.bitcast_convert(&m, dtype);
+    let e_off = int_c(b, &bits, bias - 1);
+    let e = b.sub(&field, &e_off)?;
+    let e = b.convert(&e, DType::I32);
+    let fzero = b.full_like(&x, Literal::Float(0.0));
+    let finite = b.is_finite(&x);
+    let regular = b.compare(CompareDir::Ne, &x, &fzero)?;
+    let regular = b.and(&regular, &finite)?;
+    let m = b.select(&regular, &m, &x)?;
+    let ezero = b.full_like(&e, Literal::Int(0));
+    let e = b.select(&regular, &e, &ezero)?;
+    Ok(vec![Some(m), Some(e)])
+}
+
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["signbit", "signbit.out"], signbit);
     reg.ops(&["nextafter", "nextafter_", "nextafter.out"], nextafter);
+    reg.ops(&["frexp.Tensor", "frexp.Tensor_out"], frexp);
 }

@@ -8,15 +8,25 @@ use crate::dtype::result_type;
 use crate::error::{Error, Result};
 use crate::table::Registry;
 
+/// Registers `name` and `name.out` (for each name) of a unary special function `f`
+/// computed by `special::special`; defined before the modules that use it.
+macro_rules! unary {
+    ($reg:expr, $f:ident, $($name:literal),+) => {
+        $reg.ops(&[$($name, concat!($name, ".out")),+], |ctx| $crate::rules::special::special(ctx, $f));
+    };
+}
+
 mod activations;
 mod adaptive_pool;
 mod advanced_index;
 mod batch_norm;
+mod bessel;
 mod complex;
 mod conv;
 mod decomp;
 mod elementwise;
 mod embedding_bag;
+mod erfc;
 mod factory;
 mod flat_index;
 mod float_bits;
@@ -25,12 +35,14 @@ mod gated;
 mod graph_only;
 mod group_norm;
 mod grouped_mm;
+mod igamma;
 mod index;
 mod index_reduce;
 mod linalg;
 mod losses;
 mod lu;
 mod matmul;
+mod modified_bessel;
 mod nn;
 mod pad;
 mod polynomials;
@@ -83,6 +95,10 @@ pub(crate) fn register_all(reg: &mut Registry) {
     svd::register(reg);
     special::register(reg);
     complex::register(reg);
+    erfc::register(reg);
+    bessel::register(reg);
+    modified_bessel::register(reg);
+    igamma::register(reg);
     upsample::register(reg);
     pad::register(reg);
     unpool::register(reg);
@@ -224,4 +240,15 @@ pub(crate) fn float_dtype(d: DType, default_float: DType) -> DType {
 /// Results of a rule that returns one value.
 pub(crate) fn one(v: Value) -> Result<Vec<crate::ctx::Out>> {
     Ok(vec![Some(v)])
+}
+
+/// `coeffs` (highest degree first) evaluated at `x` by Horner's rule (Cephes' `polevl`).
+pub(crate) fn polevl(b: &mut Builder, x: &Value, coeffs: &[f64]) -> Result<Value> {
+    let mut acc = full(b, x, coeffs[0]);
+    for &c in &coeffs[1..] {
+        let m = b.mul(&acc, x)?;
+        let k = full(b, x, c);
+        acc = b.add(&m, &k)?;
+    }
+    Ok(acc)
 }

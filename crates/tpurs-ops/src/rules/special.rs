@@ -53,7 +53,7 @@ fn pi_times_frac(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.mul(&frac, &pi)?)
 }
 
-fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(crate) fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let (z, reflect) = lanczos_arg(b, x)?;
     let mut sum = full(b, &z, LANCZOS_BASE);
     for (i, &c) in LANCZOS.iter().enumerate() {
@@ -266,7 +266,10 @@ fn polygamma(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Applies `f` in f32 (or f64) to argument 0 promoted to a float dtype.
-fn special(ctx: &mut Ctx, f: fn(&mut Builder, &Value) -> Result<Value>) -> Result<Vec<Out>> {
+pub(crate) fn special(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value) -> Result<Value>,
+) -> Result<Vec<Out>> {
     let d = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
     let wide = if d == DType::F64 {
         DType::F64

@@ -12,8 +12,12 @@ Two kinds of entry are counted apart:
   skips the entry's `test_compare_cpu` (uninitialized memory, dropout): dtype and shape must
   match CPU and, where the values come from the RNG, two device runs under one seed must agree.
 
+`--grad` compares, for every differentiable entry, the gradients of the inputs for the same
+random cotangents instead of the outputs; `--dtype` picks the dtype swept.
+
     .venv/bin/pip install expecttest   # needed by torch.testing._internal
     TPURS_FALLBACK=error .venv/bin/python tools/opinfo_report.py --out docs/opinfo-report.md
+    TPURS_FALLBACK=error .venv/bin/python tools/opinfo_report.py --grad --out docs/opinfo-grad-report.md
 """
 
 from __future__ import annotations
@@ -32,13 +36,9 @@ import torch.utils._pytree as pytree  # noqa: E402
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 from torch.testing._internal.opinfo.core import DecorateInfo  # noqa: E402
 
-
-def to_tpu(tree):
-    return pytree.tree_map(lambda x: x.detach().to("tpu") if isinstance(x, torch.Tensor) else x, tree)
-
-
-def clone(tree):
-    return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, tree)
+# (atol, rtol): 1e-4 for full precision; torch.testing's own defaults for the half types,
+# where one rounding step of the last bit is already 0.4% (bfloat16) or 0.05% (half).
+TOLERANCE = {torch.bfloat16: (1e-5, 1.6e-2), torch.float16: (1e-5, 1e-3)}
 
 
 def compare(actual, expected, atol, rtol) -> str | None:
@@ -78,44 +78,80 @@ def seeded(fn, seed: int):
     return fn()
 
 
-def run_op(op, dtype, max_samples: int) -> tuple[str, str]:
+def leaves_to(tree, device):
+    """Copies of every tensor of `tree` on `device`, detached, keeping `requires_grad`."""
+
+    def move(x):
+        if not isinstance(x, torch.Tensor):
+            return x
+        y = x.detach().to(device, copy=True)
+        return y.requires_grad_(x.requires_grad)
+
+    return pytree.tree_map(move, tree)
+
+
+def make_call(op, sample, device: str, grad: bool):
+    """A fresh run of the sample on `device`: the outputs, or with `grad` the gradients of
+    the inputs for fixed random cotangents (None where an input gets none)."""
+    args = (sample.input, *sample.args)
+
+    def call():
+        a, kw = leaves_to((args, sample.kwargs), device)
+        out = sample.output_process_fn_grad(op(*a, **kw))
+        if not grad:
+            return out
+        outs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad]
+        ins = [t for t in pytree.tree_leaves((a, kw)) if isinstance(t, torch.Tensor) and t.requires_grad]
+        if not outs or not ins:
+            raise NoGradient
+        gen = torch.Generator().manual_seed(1)
+        cots = [torch.randn(t.shape, generator=gen, dtype=t.dtype).to(device) for t in outs]
+        return torch.autograd.grad(outs, ins, cots, allow_unused=True)
+
+    return call
+
+
+class NoGradient(Exception):
+    """The sample has no differentiable output or input."""
+
+
+def run_op(op, dtype, max_samples: int, grad: bool = False) -> tuple[str, str]:
     """("pass" | "random" | "fail" | "n/a", why) for one OpInfo entry."""
     try:
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:max_samples]
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=grad))[:max_samples]
     except Exception as e:  # noqa: BLE001 (sample generation failures are reported)
         return "fail", f"sample inputs: {type(e).__name__}"
     undefined = values_undefined(op, dtype)
     compared = 0
     random_values = False
     for s in samples:
-        args = (s.input, *s.args)
-        # Each run gets fresh copies: in-place entries must not see an earlier run's writes.
-        cpu_call = lambda: s.output_process_fn_grad(op(*clone(args), **clone(s.kwargs)))  # noqa: E731
+        cpu_call = make_call(op, s, "cpu", grad)
         try:
             expected = seeded(cpu_call, 0)
-        except Exception:  # noqa: BLE001 (CPU refuses the sample: skip it)
+        except Exception:  # noqa: BLE001 (CPU refuses the sample, or it has no gradient: skip it)
             continue
         compared += 1
-        dev_call = lambda: s.output_process_fn_grad(op(*to_tpu(args), **to_tpu(s.kwargs)))  # noqa: E731
+        dev_call = make_call(op, s, "tpu", grad)
         try:
             actual = seeded(dev_call, 0)
         except NotImplementedError as e:
-            msg = str(e).split("\n")[0]
+            msg = str(e).split("\n")[0].split(". ")[0][:160]
             return "fail", "no lowering: " + msg.replace("tpurs has no lowering for ", "").split(" and ")[0]
         except Exception as e:  # noqa: BLE001
             return "fail", f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
-        tol = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-4
-        why = compare(actual, expected, atol=tol, rtol=tol)
+        atol, rtol = TOLERANCE.get(dtype, (1e-4, 1e-4))
+        why = compare(actual, expected, atol=atol, rtol=rtol)
         if why != "values":
             if why:
                 return "fail", "mismatch: " + why
             continue
-        seed_dependent = compare(seeded(cpu_call, 1), expected, atol=tol, rtol=tol) == "values"
+        seed_dependent = compare(seeded(cpu_call, 1), expected, atol=atol, rtol=rtol) == "values"
         if not (undefined or seed_dependent):
             return "fail", "mismatch: values"
         # Values drawn from the RNG (the CPU repeats them under one seed) must repeat on the
         # device too; uninitialized memory need not.
-        from_rng = seed_dependent and compare(seeded(cpu_call, 0), expected, atol=0, rtol=0) is None
+        from_rng = not undefined and seed_dependent
+        from_rng = from_rng and compare(seeded(cpu_call, 0), expected, atol=0, rtol=0) is None
         if from_rng and compare(seeded(dev_call, 0), actual, atol=0, rtol=0):
             return "fail", "mismatch: two device runs under one seed differ"
         random_values = True
@@ -129,7 +165,9 @@ def main() -> None:
     p.add_argument("--out", default="docs/opinfo-report.md")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--max-samples", type=int, default=8)
-    p.add_argument("--filter", default="")
+    p.add_argument("--filter", default="", help="only entries whose name contains this")
+    p.add_argument("--entries", default="", help="only these entries (comma-separated names)")
+    p.add_argument("--grad", action="store_true", help="compare input gradients (differentiable entries)")
     args = p.parse_args()
     dtype = getattr(torch, args.dtype)
     results = {}
@@ -138,10 +176,14 @@ def main() -> None:
         name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
         if args.filter and args.filter not in name:
             continue
+        if args.entries and name not in args.entries.split(","):
+            continue
         if dtype not in op.supported_dtypes("cpu"):
             continue
+        if args.grad and (not op.supports_autograd or dtype not in op.supported_backward_dtypes("cpu")):
+            continue
         try:
-            results[name] = run_op(op, dtype, args.max_samples)
+            results[name] = run_op(op, dtype, args.max_samples, args.grad)
         except Exception:  # noqa: BLE001
             results[name] = ("fail", "harness: " + traceback.format_exc().splitlines()[-1][:100])
         print(f"{results[name][0].upper()} {name} {results[name][1]}", flush=True)
@@ -153,16 +195,16 @@ def main() -> None:
     missing = collections.Counter(r.split(": ", 1)[1] for r in failures if r.startswith("no lowering"))
     label = {"pass": "pass", "random": "pass (random or undefined values: dtype, shape, seed)"}
     lines = [
-        "# OpInfo pass rate on the tpu device",
+        f"# OpInfo pass rate on the tpu device{' (gradients)' if args.grad else ''}",
         "",
-        f"Generated by `tools/opinfo_report.py` (torch {torch.__version__}, dtype {args.dtype}, "
+        f"Generated by `tools/opinfo_report.py{' --grad' if args.grad else ''}` (torch {torch.__version__}, dtype {args.dtype}, "
         f"up to {args.max_samples} samples per op, TPURS_FALLBACK=error, platform {torch.tpu.platform()}), "
         f"{time.time() - t0:.0f} s.",
         "",
         f"**{passed} of {total} OpInfo entries pass ({100.0 * passed / max(total, 1):.1f}%).**",
         "",
         "An entry passes when every sample the CPU accepts gives the same dtype, shape and values",
-        f"(atol = rtol = {'1e-3' if dtype in (torch.float16, torch.bfloat16) else '1e-4'}) on the device, "
+        f"(atol, rtol = {TOLERANCE.get(dtype, (1e-4, 1e-4))}) on the device, "
         "after the sample's `output_process_fn_grad`",
         "as in PyTorch's `test_compare_cpu`; an op without a lowering fails.",
         f"Of the passes, {kinds['random']} have random or undefined values (the CPU's output changes with",

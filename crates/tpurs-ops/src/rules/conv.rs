@@ -260,7 +260,16 @@ fn convolution_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let k = w.shape()[2..].to_vec();
     let gi = if mask.first().copied().unwrap_or(false) {
         let r = if transposed {
-            conv_fwd(b, &gyc, &wc, &win)?
+            // An output padding of at least the stride (allowed below the dilation) makes
+            // the forward convolution of `gy` overshoot the input; the overshoot is cut.
+            let r = conv_fwd(b, &gyc, &wc, &win)?;
+            let mut limit = r.shape().to_vec();
+            limit[2..].copy_from_slice(&x.shape()[2..]);
+            if limit == r.shape() {
+                r
+            } else {
+                b.slice(&r, &vec![0; r.rank()], &limit, &vec![1; r.rank()])?
+            }
         } else {
             conv_grad_input(b, &gyc, &wc, &win, &x.shape()[2..])?
         };

@@ -45,14 +45,17 @@ macro_rules! tensor_out_variants {
     };
 }
 
-/// Defines a rule for a unary op computed in a float type (ints promote to default float).
+/// Defines a rule for a unary op computed in a float type (ints promote to default float),
+/// in that type's opmath (half types in f32, rounded once at the end, as CPU kernels do).
 macro_rules! float_unary {
     ($($fn:ident => $body:expr),* $(,)?) => {
         $(fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
             let x = ctx.tensor(0)?;
-            let x = ctx.b.convert(&x, float_dtype(x.dtype(), ctx.default_float()));
+            let dtype = float_dtype(x.dtype(), ctx.default_float());
+            let x = ctx.b.convert(&x, crate::dtype::opmath(dtype));
             let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
-            one(f(&mut ctx.b, &x)?)
+            let y = f(&mut ctx.b, &x)?;
+            one(ctx.b.convert(&y, dtype))
         })*
     };
 }
@@ -409,10 +412,43 @@ fn float_binary(
     one(f(&mut ctx.b, &v[0], &v[1])?)
 }
 
+/// Float floor division as CPU PyTorch computes it (in opmath, like Python's `//`): from
+/// `fmod`, so that a quotient rounding up to an integer does not floor one too high.
+fn float_floor_div(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    let dtype = x.dtype();
+    let wide = crate::dtype::opmath(dtype);
+    let (x, y) = (b.convert(x, wide), b.convert(y, wide));
+    let zero = full(b, &x, 0.0);
+    let one_v = full(b, &x, 1.0);
+    let m = b.rem(&x, &y)?;
+    let xm = b.sub(&x, &m)?;
+    let d = b.div(&xm, &y)?;
+    let m_nz = b.compare(CompareDir::Ne, &m, &zero)?;
+    let y_neg = b.compare(CompareDir::Lt, &y, &zero)?;
+    let m_neg = b.compare(CompareDir::Lt, &m, &zero)?;
+    let signs = b.xor(&y_neg, &m_neg)?;
+    let adjust = b.and(&m_nz, &signs)?;
+    let d1 = b.sub(&d, &one_v)?;
+    let d = b.select(&adjust, &d1, &d)?;
+    let f = b.floor(&d);
+    let frac = b.sub(&d, &f)?;
+    let half = full(b, &x, 0.5);
+    let up = b.compare(CompareDir::Gt, &frac, &half)?;
+    let f1 = b.add(&f, &one_v)?;
+    let f = b.select(&up, &f1, &f)?;
+    // A zero quotient takes the sign of the true quotient; a zero divisor gives x / 0.
+    let q = b.div(&x, &y)?;
+    let signed_zero = b.mul(&q, &zero)?;
+    let d_zero = b.compare(CompareDir::Eq, &d, &zero)?;
+    let f = b.select(&d_zero, &signed_zero, &f)?;
+    let y_zero = b.compare(CompareDir::Eq, &y, &zero)?;
+    let f = b.select(&y_zero, &q, &f)?;
+    Ok(b.convert(&f, dtype))
+}
+
 fn floor_div_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     if x.dtype().is_float() {
-        let q = b.div(x, y)?;
-        return Ok(b.floor(&q));
+        return float_floor_div(b, x, y);
     }
     // Integer floor division: truncating quotient, minus one when signs differ and inexact.
     let q = b.div(x, y)?;

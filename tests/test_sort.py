@@ -155,3 +155,16 @@ def test_mode_matches_cpu():
                 check(lambda t: tuple(torch.mode(t, dim, keepdim)), x)
     with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"):
         torch.mode(torch.zeros(2, 0, device="tpu"), 1)
+
+
+def test_old_unique_and_index_fill_backward():
+    # `aten::_unique` is what `index_fill`'s backward calls on the indices.
+    x = torch.tensor([3, 1, 3, 2, 1, 0])
+    with no_fallback():
+        check(lambda t: torch.ops.aten._unique(t, True, True), x)
+        check(
+            lambda a, i: a.index_fill(1, i, 2.0),
+            torch.randn(4, 5, requires_grad=True),
+            torch.tensor([0, 2, 0]),
+            grad=True,
+        )

@@ -1,6 +1,6 @@
 """Ops on runs of equal values, written with ops tpurs lowers: a stable sort, a flag where
 each run of equal values starts, the run of each element.
-- `torch.unique` (`aten::_unique2`) and `torch.unique_consecutive`: one host read, the
+- `torch.unique` (`aten::_unique2`, and the older `aten::_unique`) and `torch.unique_consecutive`: one host read, the
   number of runs, sizes the outputs (as `nonzero` does); values sorted as on CPU whatever
   `sorted` says, NaNs each their own value.
 - `torch.mode`: no host read; the most frequent value (the smallest on ties) and the last
@@ -67,6 +67,12 @@ def unique(
     return ordered.index_select(0, first), inverse, counts if return_counts else torch.empty(0, **long)
 
 
+def _unique(x: torch.Tensor, sorted: bool = True, return_inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """`aten::_unique` (what `index_fill`'s backward calls): values and inverse."""
+    values, inverse, _ = unique(x, sorted, return_inverse)
+    return values, inverse
+
+
 def mode(x: torch.Tensor, dim: int = -1, keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     if x.dim() == 0:
         return x.clone(), torch.zeros((), dtype=torch.long, device=x.device)
@@ -96,5 +102,6 @@ def install() -> None:
         return
     _lib = torch.library.Library("aten", "IMPL")
     _lib.impl("_unique2", unique, "PrivateUse1")
+    _lib.impl("_unique", _unique, "PrivateUse1")
     _lib.impl("unique_consecutive", unique_consecutive, "PrivateUse1")
     _lib.impl("mode", mode, "PrivateUse1")

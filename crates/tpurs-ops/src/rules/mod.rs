@@ -38,6 +38,7 @@ mod grouped_mm;
 mod igamma;
 mod index;
 mod index_reduce;
+mod integer;
 mod linalg;
 mod losses;
 mod lu;
@@ -99,6 +100,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     bessel::register(reg);
     modified_bessel::register(reg);
     igamma::register(reg);
+    integer::register(reg);
     upsample::register(reg);
     pad::register(reg);
     unpool::register(reg);

@@ -472,7 +472,8 @@ fn native_dropout(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// `native_dropout_backward(grad_output, mask, scale)`: `grad * mask * scale`.
 fn native_dropout_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let d = ctx.ty(0)?.dtype;
+    // An integer gradient times the float scale promotes, as on CPU.
+    let d = super::float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
     let scale = ctx.float(2)?;
     let g = ctx.tensor(0)?;
     let m = ctx.tensor(1)?;

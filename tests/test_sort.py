@@ -120,6 +120,7 @@ def test_unique_and_unique_consecutive_match_cpu(inverse, counts):
         torch.tensor([3, 1, 2, 1, 5, 3, 0]),
         torch.tensor([[1.0, float("nan")], [1.0, float("nan")]]),  # each NaN its own value
         torch.tensor([]),
+        torch.zeros(0, 0, 3),  # the inverse keeps the input's shape
         torch.tensor(4.0),
         torch.randint(0, 5, (3, 4, 5)),
     ]

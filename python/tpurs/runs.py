@@ -41,7 +41,7 @@ def unique_consecutive(
     if rows.shape[0] == 0:
         return (
             rows.clone().movedim(0, dim) if dim is not None else rows.clone(),
-            torch.empty(0, **long),
+            torch.empty(inverse_shape if return_inverse else 0, **long),
             torch.empty(0, **long),
         )
     first, run_of_row, counts = _runs(rows)

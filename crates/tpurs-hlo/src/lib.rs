@@ -5,12 +5,14 @@
 
 mod builder;
 mod complex;
+mod contract;
 mod ops;
 mod types;
 
 pub use builder::{Builder, Precision, Value};
 pub use complex::FftKind;
-pub use ops::{CompareDir, ConvDims, GatherDims, ScatterDims};
+pub use contract::ConvDims;
+pub use ops::{CompareDir, GatherDims, ScatterDims};
 pub use types::{DType, Literal, TensorType};
 
 /// Errors raised while building a program (shape or dtype constraints violated).

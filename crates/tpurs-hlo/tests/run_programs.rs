@@ -722,7 +722,7 @@ fn convolution_2d_against_loop() {
             Host::f32(&input, &[1, c_in as i64, h as i64, w as i64]),
             Host::f32(&kernel, &[c_out as i64, c_in as i64, kh as i64, kw as i64]),
         ],
-        |b, p| vec![b.convolution(&p[0], &p[1], &dims).unwrap()],
+        |b, p| vec![b.convolution(&p[0], &p[1], &dims, p[0].dtype()).unwrap()],
     );
     let oh = (h + 2 * py - kh) / sy + 1;
     let ow = (w + 2 * px - kw) / sx + 1;

@@ -69,6 +69,7 @@ pub struct Runtime {
 /// Client options per platform. The CPU plugin takes its device count. The GPU plugin
 /// would otherwise reserve 75% of the card at start; like torch's caching allocator it
 /// grows on demand unless `TPURS_GPU_PREALLOCATE=1`, and `TPURS_GPU_MEMORY_FRACTION` caps it.
+/// `TPURS_GPU_ALLOCATOR` picks the plugin's allocator (`bfc`, `cuda_async`, `platform`).
 fn create_options(platform: &str, devices: usize, cpu_devices: Option<i64>) -> Vec<NamedValue> {
     match platform {
         "cpu" => match cpu_devices {
@@ -83,6 +84,9 @@ fn create_options(platform: &str, devices: usize, cpu_devices: Option<i64>) -> V
                 .and_then(|v| v.parse::<f32>().ok())
             {
                 options.push(NamedValue::float("memory_fraction", fraction));
+            }
+            if let Ok(allocator) = std::env::var("TPURS_GPU_ALLOCATOR") {
+                options.push(NamedValue::string("allocator", &allocator));
             }
             options
         }
@@ -104,13 +108,20 @@ impl Runtime {
                 ),
             );
         }
-        // Only the client says which platform it is: ask, then create the client again
-        // when that platform wants options.
-        let mut client = Client::load(Path::new(plugin_path), &[])?;
+        // Only the client says which platform it is. The GPU options go first: made without
+        // them, the GPU plugin reserves 75% of the card, and a client made after that one
+        // crashed in cuDNN autotuning (H200). Plugins that do not know the options refuse
+        // them; then the client is made bare, and again if its platform wants options.
+        let path = Path::new(plugin_path);
+        let gpu_options = create_options("cuda", 0, None);
+        let (mut client, used) = match Client::load(path, &gpu_options) {
+            Ok(client) => (client, gpu_options),
+            Err(_) => (Client::load(path, &[])?, Vec::new()),
+        };
         let options = create_options(client.platform_name(), client.device_count(), cpu_devices);
-        if !options.is_empty() {
+        if options != used {
             drop(client);
-            client = Client::load(Path::new(plugin_path), &options)?;
+            client = Client::load(path, &options)?;
         }
         let n = client.device_count();
         Ok(Runtime {

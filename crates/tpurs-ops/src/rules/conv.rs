@@ -81,8 +81,8 @@ fn conv_window(ctx: &Ctx, at: usize, groups_at: usize, nsp: usize) -> Result<Win
     Ok(win)
 }
 
-/// A plain convolution of `x` (N, C, *) with `w` (O, C/g, *k).
-fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window) -> Result<Value> {
+/// A plain convolution of `x` (N, C, *) with `w` (O, C/g, *k), accumulated in `acc`.
+fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window, acc: DType) -> Result<Value> {
     let nsp = x.rank() - 2;
     let dims = ConvDims {
         strides: win.stride.clone(),
@@ -92,7 +92,7 @@ fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window) -> Result<Value
         feature_group_count: win.groups,
         batch_group_count: 1,
     };
-    Ok(b.convolution(x, w, &dims)?)
+    Ok(b.convolution(x, w, &dims, acc)?)
 }
 
 /// The gradient of [`conv_fwd`] with respect to an input of spatial size `in_sp`, given
@@ -104,6 +104,7 @@ fn conv_grad_input(
     w: &Value,
     win: &Window,
     in_sp: &[i64],
+    acc: DType,
 ) -> Result<Value> {
     let nsp = gy.rank() - 2;
     let (o, cg, g) = (w.shape()[0], w.shape()[1], win.groups);
@@ -131,7 +132,7 @@ fn conv_grad_input(
         feature_group_count: g,
         batch_group_count: 1,
     };
-    Ok(b.convolution(gy, &wt, &dims)?)
+    Ok(b.convolution(gy, &wt, &dims, acc)?)
 }
 
 /// The gradient of [`conv_fwd`] with respect to its kernel of spatial size `k`: a
@@ -142,6 +143,7 @@ fn conv_grad_weight(
     gy: &Value,
     k: &[i64],
     win: &Window,
+    acc: DType,
 ) -> Result<Value> {
     let nsp = x.rank() - 2;
     let perm: Vec<i64> = [1, 0].into_iter().chain(2..2 + nsp as i64).collect();
@@ -162,7 +164,7 @@ fn conv_grad_weight(
         feature_group_count: 1,
         batch_group_count: win.groups,
     };
-    let r = b.convolution(&xt, &gt, &dims)?;
+    let r = b.convolution(&xt, &gt, &dims, acc)?;
     Ok(b.transpose(&r, &perm)?)
 }
 
@@ -222,7 +224,6 @@ fn convolution(ctx: &mut Ctx) -> Result<Vec<Out>> {
         vec![0; nsp]
     };
     let b = &mut ctx.b;
-    let (x, w) = (b.convert(&x, ct), b.convert(&w, ct));
     let mut y = if transposed {
         let out_sp: Vec<i64> = (0..nsp)
             .map(|i| {
@@ -232,9 +233,9 @@ fn convolution(ctx: &mut Ctx) -> Result<Vec<Out>> {
                     + 1
             })
             .collect();
-        conv_grad_input(b, &x, &w, &win, &out_sp)?
+        conv_grad_input(b, &x, &w, &win, &out_sp, ct)?
     } else {
-        conv_fwd(b, &x, &w, &win)?
+        conv_fwd(b, &x, &w, &win, ct)?
     };
     if let Some(bias) = bias {
         let bias = b.convert(&bias, ct);
@@ -256,13 +257,13 @@ fn convolution_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let w = ctx.tensor(2)?;
     let b = &mut ctx.b;
     let ct = opmath(x.dtype());
-    let (gyc, xc, wc) = (b.convert(&gy, ct), b.convert(&x, ct), b.convert(&w, ct));
+    let gyc = b.convert(&gy, ct);
     let k = w.shape()[2..].to_vec();
     let gi = if mask.first().copied().unwrap_or(false) {
         let r = if transposed {
             // An output padding of at least the stride (allowed below the dilation) makes
             // the forward convolution of `gy` overshoot the input; the overshoot is cut.
-            let r = conv_fwd(b, &gyc, &wc, &win)?;
+            let r = conv_fwd(b, &gy, &w, &win, ct)?;
             let mut limit = r.shape().to_vec();
             limit[2..].copy_from_slice(&x.shape()[2..]);
             if limit == r.shape() {
@@ -271,7 +272,7 @@ fn convolution_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
                 b.slice(&r, &vec![0; r.rank()], &limit, &vec![1; r.rank()])?
             }
         } else {
-            conv_grad_input(b, &gyc, &wc, &win, &x.shape()[2..])?
+            conv_grad_input(b, &gy, &w, &win, &x.shape()[2..], ct)?
         };
         Some(b.convert(&r, x.dtype()))
     } else {
@@ -279,9 +280,9 @@ fn convolution_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     };
     let gw = if mask.get(1).copied().unwrap_or(false) {
         let r = if transposed {
-            conv_grad_weight(b, &gyc, &xc, &k, &win)?
+            conv_grad_weight(b, &gy, &x, &k, &win, ct)?
         } else {
-            conv_grad_weight(b, &xc, &gyc, &k, &win)?
+            conv_grad_weight(b, &x, &gy, &k, &win, ct)?
         };
         Some(b.convert(&r, w.dtype()))
     } else {

@@ -170,10 +170,8 @@ fn ragged_rows(b: &mut Builder, a: &Value, w: &Value, ends: &Value) -> Result<Va
     let wide = opmath(a.dtype());
     let tiles = Tiles::new(b, ends, m)?;
     let t = tiles.t;
-    let a = b.convert(a, wide);
-    let a = flat_rows(b, &a, t)?;
-    let w = b.convert(w, wide);
-    let w = b.reshape(&w, &[groups * k * n])?;
+    let a = flat_rows(b, a, t)?;
+    let w = b.reshape(w, &[groups * k * n])?;
     let out = b.splat(Literal::Int(0), &TensorType::new(wide, [m + t, n]));
     let done = tiles.run(b, &[&out, &a, &w], |b, s, g, row| {
         let (out, a, w) = (&s[0], &s[1], &s[2]);
@@ -181,7 +179,7 @@ fn ragged_rows(b: &mut Builder, a: &Value, w: &Value, ends: &Value) -> Result<Va
         let k_v = i64s(b, k);
         let first = b.mul(&g, &k_v)?;
         let wg = rows_at(b, w, &first, k, n)?;
-        let y = b.dot_general(&x, &wg, (&[], &[]), (&[1], &[0]))?;
+        let y = b.dot_general_to(&x, &wg, (&[], &[]), (&[1], &[0]), wide)?;
         let zero = i64s(b, 0);
         let out = b.dynamic_update_slice(out, &y, &[row, zero]);
         Ok(vec![out, a.clone(), w.clone()])
@@ -205,11 +203,9 @@ fn ragged_contraction(b: &mut Builder, a: &Value, c: &Value, ends: &Value) -> Re
     let wide = opmath(a.dtype());
     let tiles = Tiles::new(b, ends, k)?;
     let t = tiles.t;
-    let at = b.convert(a, wide);
-    let at = b.transpose(&at, &[1, 0])?;
+    let at = b.transpose(a, &[1, 0])?;
     let at = flat_rows(b, &at, t)?;
-    let c = b.convert(c, wide);
-    let c = flat_rows(b, &c, t)?;
+    let c = flat_rows(b, c, t)?;
     let out = b.splat(Literal::Int(0), &TensorType::new(wide, [groups, m, n]));
     let done = tiles.run(b, &[&out, &at, &c], |b, s, g, pos| {
         let (out, at, c) = (&s[0], &s[1], &s[2]);
@@ -224,7 +220,7 @@ fn ragged_contraction(b: &mut Builder, a: &Value, c: &Value, ends: &Value) -> Re
         let mine = b.compare(CompareDir::Lt, &p, &end_b)?;
         let zero_y = b.full_like(&y, Literal::Int(0));
         let y = b.select(&mine, &y, &zero_y)?;
-        let prod = b.dot_general(&x, &y, (&[], &[]), (&[0], &[0]))?;
+        let prod = b.dot_general_to(&x, &y, (&[], &[]), (&[0], &[0]), wide)?;
         let prod = b.reshape(&prod, &[1, m, n])?;
         let zero = i64s(b, 0);
         let at_g = [g, zero.clone(), zero];

@@ -57,14 +57,10 @@ pub(crate) fn dot(
     contract: (&[i64], &[i64]),
 ) -> Result<Value> {
     let dtype = lhs.dtype();
-    let wide = opmath(dtype);
-    if wide != dtype {
-        let l = ctx.b.convert(lhs, wide);
-        let r = ctx.b.convert(rhs, wide);
-        let p = ctx.b.dot_general(&l, &r, batch, contract)?;
-        return Ok(ctx.b.convert(&p, dtype));
-    }
-    Ok(ctx.b.dot_general(lhs, rhs, batch, contract)?)
+    let p = ctx
+        .b
+        .dot_general_to(lhs, rhs, batch, contract, opmath(dtype))?;
+    Ok(ctx.b.convert(&p, dtype))
 }
 
 /// Checks `mat1 @ mat2` shapes of two matrices with PyTorch's messages (`op` prefixes them).

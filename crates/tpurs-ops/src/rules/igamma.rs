@@ -11,9 +11,8 @@ use std::f64::consts::E;
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::erfc::erfc_of;
-use super::special::lgamma_of;
-use super::{common_dtype, float_dtype, full, one, operands, polevl, try_while};
-use crate::ctx::{Ctx, Out};
+use super::special::{lgamma_of, special_binary};
+use super::{full, polevl, try_while};
 use crate::error::Result;
 use crate::table::Registry;
 
@@ -644,24 +643,12 @@ fn igamma_pair(b: &mut Builder, a: &Value, x: &Value) -> Result<(Value, Value)> 
     Ok((p, q))
 }
 
-/// `igamma(self = a, other = x)` (`upper`: `igammac`) in f32 or f64.
-fn igamma(ctx: &mut Ctx, upper: bool) -> Result<Vec<Out>> {
-    let d = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
-    let wide = if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let v = operands(ctx, &[0, 1], wide)?;
-    let (p, q) = igamma_pair(&mut ctx.b, &v[0], &v[1])?;
-    one(ctx.b.convert(if upper { &q } else { &p }, d))
-}
-
 pub(crate) fn register(reg: &mut Registry) {
+    // `igamma(self = a, other = x)` and its complement `igammac`.
     reg.ops(&["igamma", "igamma_", "igamma.out"], |ctx| {
-        igamma(ctx, false)
+        special_binary(ctx, |b, a, x| Ok(igamma_pair(b, a, x)?.0))
     });
     reg.ops(&["igammac", "igammac_", "igammac.out"], |ctx| {
-        igamma(ctx, true)
+        special_binary(ctx, |b, a, x| Ok(igamma_pair(b, a, x)?.1))
     });
 }

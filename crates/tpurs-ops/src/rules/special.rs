@@ -3,10 +3,11 @@
 //! zeta function (Cephes' Euler-Maclaurin sum, unrolled) and `polygamma` built on it.
 //! Computed in f32 or wider.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Value};
+use tpurs_hlo::{Builder, CompareDir, Value};
 
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
+use crate::dtype::opmath;
 use crate::error::Result;
 use crate::table::Registry;
 
@@ -224,15 +225,7 @@ fn zeta_of(b: &mut Builder, x: &Value, q: &Value) -> Result<Value> {
 
 /// `special_zeta(self, other)` in its Tensor / Scalar overloads: `zeta(x = self, q = other)`.
 fn zeta(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let d = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
-    let wide = if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let v = operands(ctx, &[0, 1], wide)?;
-    let z = zeta_of(&mut ctx.b, &v[0], &v[1])?;
-    one(ctx.b.convert(&z, d))
+    special_binary(ctx, zeta_of)
 }
 
 /// `polygamma(n, self)`: digamma for `n = 0`, else `(-1)^(n+1) n! zeta(n + 1, x)`.
@@ -244,11 +237,7 @@ fn polygamma(ctx: &mut Ctx) -> Result<Vec<Out>> {
         ));
     }
     let d = float_dtype(ctx.ty(1)?.dtype, ctx.default_float());
-    let wide = if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
+    let wide = opmath(d);
     let x = ctx.tensor(1)?;
     let b = &mut ctx.b;
     let x = b.convert(&x, wide);
@@ -265,20 +254,29 @@ fn polygamma(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&y, d))
 }
 
-/// Applies `f` in f32 (or f64) to argument 0 promoted to a float dtype.
+/// Applies `f` in the float's opmath dtype (f32, or f64) to argument 0 promoted to a float
+/// dtype.
 pub(crate) fn special(
     ctx: &mut Ctx,
     f: fn(&mut Builder, &Value) -> Result<Value>,
 ) -> Result<Vec<Out>> {
     let d = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
-    let wide = if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
+    let wide = opmath(d);
     let x = ctx.tensor(0)?;
     let x = ctx.b.convert(&x, wide);
     let y = f(&mut ctx.b, &x)?;
+    one(ctx.b.convert(&y, d))
+}
+
+/// Applies `f` in the opmath dtype to arguments 0 and 1, promoted together to a float
+/// dtype and broadcast.
+pub(crate) fn special_binary(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value, &Value) -> Result<Value>,
+) -> Result<Vec<Out>> {
+    let d = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
+    let v = operands(ctx, &[0, 1], opmath(d))?;
+    let y = f(&mut ctx.b, &v[0], &v[1])?;
     one(ctx.b.convert(&y, d))
 }
 

@@ -122,3 +122,25 @@ def test_ops_without_a_complex_lowering_fall_back():
     assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
     strict = run_python(code, TPURS_FALLBACK="error")
     assert "refused tpurs: exp has no lowering for ComplexFloat" in strict.stdout, strict.stdout + strict.stderr
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_random_fills(dtype):
+    # CPU PyTorch fills a complex tensor through view_as_real: each part is a real draw,
+    # and normal_ gives each part half the variance.
+    with no_fallback():
+        torch.manual_seed(0)
+        n = torch.empty(20000, dtype=dtype, device="tpu").normal_(1.5, 2.0)
+        u = torch.empty(20000, dtype=dtype, device="tpu").uniform_(2.0, 3.0)
+        torch.manual_seed(0)
+        again = torch.empty(20000, dtype=dtype, device="tpu").normal_(1.5, 2.0)
+        n, u, again = n.cpu(), u.cpu(), again.cpu()
+    assert n.dtype == dtype and u.dtype == dtype and n.shape == (20000,)
+    assert torch.equal(n, again)
+    for part in (n.real, n.imag):
+        assert abs(part.mean().item() - 1.5) < 0.05
+        assert abs(part.std().item() - 2.0 / 2**0.5) < 0.05
+    for part in (u.real, u.imag):
+        assert part.min().item() >= 2.0 and part.max().item() < 3.0
+        assert abs(part.mean().item() - 2.5) < 0.02
+    assert not torch.equal(n.real, n.imag)

@@ -85,15 +85,46 @@ fn uniform_of(ctx: &mut Ctx, ty: &TensorType, from: f64, to: f64) -> Result<Valu
     Ok(b.select(&over, &lo, &x)?)
 }
 
+/// A complex `ty` filled as CPU PyTorch fills one: its (real, imaginary) pairs are real
+/// draws of `draw`, as through `view_as_real`.
+fn complex_draw(
+    ctx: &mut Ctx,
+    ty: &TensorType,
+    draw: impl FnOnce(&mut Ctx, &TensorType) -> Result<Value>,
+) -> Result<Value> {
+    let mut pairs = ty.shape.clone();
+    pairs.push(2);
+    let v = draw(ctx, &TensorType::new(ty.dtype.real_part(), pairs))?;
+    let b = &mut ctx.b;
+    let rank = v.rank();
+    let mut parts = Vec::new();
+    for k in 0..2 {
+        let mut start = vec![0; rank];
+        start[rank - 1] = k;
+        let mut limit = v.shape().to_vec();
+        limit[rank - 1] = k + 1;
+        let part = b.slice(&v, &start, &limit, &vec![1; rank])?;
+        parts.push(b.reshape(&part, &ty.shape)?);
+    }
+    Ok(b.complex(&parts[0], &parts[1])?)
+}
+
 /// `uniform_(self, from, to)`.
 fn uniform(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
-    need_float("check_uniform_bounds", ty.dtype)?;
+    if !ty.dtype.is_complex() {
+        need_float("check_uniform_bounds", ty.dtype)?;
+    }
     let (from, to) = (ctx.float(1)?, ctx.float(2)?);
     if from > to {
         return runtime(format!(
             "uniform_ expects to return a [from, to) range, but found from={from} > to={to}"
         ));
+    }
+    if ty.dtype.is_complex() {
+        return one(complex_draw(ctx, &ty, |ctx, part| {
+            uniform_of(ctx, part, from, to)
+        })?);
     }
     one(uniform_of(ctx, &ty, from, to)?)
 }
@@ -122,19 +153,31 @@ fn check_std(std: f64) -> Result<()> {
     }
 }
 
-/// `normal_(self, mean, std)`.
-fn normal(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let ty = ctx.ty(0)?;
-    need_float("normal_kernel_cpu", ty.dtype)?;
-    let (mean, std) = (ctx.float(1)?, ctx.float(2)?);
-    check_std(std)?;
+/// `mean + std * z` of type `ty` with `z` standard normal.
+fn normal_of(ctx: &mut Ctx, ty: &TensorType, mean: f64, std: f64) -> Result<Value> {
     let z = standard_normal(ctx, &ty.shape, opmath(ty.dtype))?;
     let b = &mut ctx.b;
     let s = b.full_like(&z, Literal::Float(std));
     let m = b.full_like(&z, Literal::Float(mean));
     let x = b.mul(&z, &s)?;
     let x = b.add(&x, &m)?;
-    one(b.convert(&x, ty.dtype))
+    Ok(b.convert(&x, ty.dtype))
+}
+
+/// `normal_(self, mean, std)`. A complex tensor's parts each get half the variance.
+fn normal(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let (mean, std) = (ctx.float(1)?, ctx.float(2)?);
+    if ty.dtype.is_complex() {
+        check_std(std)?;
+        let std = std / std::f64::consts::SQRT_2;
+        return one(complex_draw(ctx, &ty, |ctx, part| {
+            normal_of(ctx, part, mean, std)
+        })?);
+    }
+    need_float("normal_kernel_cpu", ty.dtype)?;
+    check_std(std)?;
+    one(normal_of(ctx, &ty, mean, std)?)
 }
 
 /// `normal.Tensor_float` / `float_Tensor` / `Tensor_Tensor`: `mean + std * z`, broadcast,
@@ -505,8 +548,9 @@ fn multinomial(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["uniform_", "uniform", "uniform.out"], uniform);
-    reg.ops(&["normal_", "normal.out"], normal);
+    reg.ops(&["uniform_", "uniform", "uniform.out"], uniform)
+        .complex();
+    reg.ops(&["normal_", "normal.out"], normal).complex();
     reg.ops(
         &[
             "normal.Tensor_float",

@@ -144,3 +144,20 @@ def test_random_fills(dtype):
         assert part.min().item() >= 2.0 and part.max().item() < 3.0
         assert abs(part.mean().item() - 2.5) < 0.02
     assert not torch.equal(n.real, n.imag)
+
+
+def test_elementwise_and_comparisons():
+    special = CPLX.clone()
+    special[0, 0] = complex(float("nan"), 1.0)
+    special[1, 1] = complex(2.0, float("-inf"))
+    with no_fallback():
+        check(lambda c: c.abs(), CPLX)
+        check(lambda c: -c, CPLX)
+        check(lambda c, d: c / d, CPLX, CPLX.flip(0))
+        check(lambda c: c / 2.5, CPLX)
+        check(lambda c, x: c / x, CPLX, REAL)
+        check(lambda c: (c == c, c != c.conj(), c == 0), special)
+        check(lambda c: (torch.isnan(c), torch.isinf(c)), special)
+        check(lambda c: torch.isclose(c, c * (1 + 1e-7)), CPLX)
+    with pytest.raises(RuntimeError, match="In-place abs"):
+        CPLX.to("tpu").abs_()

@@ -36,6 +36,12 @@ impl Builder {
         self.emit1("stablehlo.real", &[x], "", ty)
     }
 
+    /// The modulus `|x|` of a complex tensor, of its parts' real type.
+    pub fn modulus(&mut self, x: &Value) -> Value {
+        let ty = x.ty.with_dtype(x.dtype().real_part());
+        self.emit1("stablehlo.abs", &[x], "", ty)
+    }
+
     /// The imaginary part of a complex tensor.
     pub fn imag(&mut self, x: &Value) -> Value {
         let ty = x.ty.with_dtype(x.dtype().real_part());

@@ -253,7 +253,6 @@ fn fmax_fmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 same_unary! {
-    abs => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.abs(x) }),
     neg => |b, x| Ok(b.neg(x)),
     sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
     floor => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
@@ -263,6 +262,22 @@ same_unary! {
     frac => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
     bitwise_not => |b, x| Ok(b.not(x)),
     relu => |b, x| { let z = full(b, x, 0.0); Ok(b.max(x, &z)?) },
+}
+
+/// `abs(self)`; a complex tensor's modulus is real, so it cannot be taken in place.
+fn abs(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let x = ctx.tensor(0)?;
+    if x.dtype().is_complex() {
+        if ctx.name == "abs_" {
+            return crate::error::runtime("In-place abs is not supported for complex tensors.");
+        }
+        return one(ctx.b.modulus(&x));
+    }
+    one(if x.dtype() == DType::Bool {
+        x
+    } else {
+        ctx.b.abs(&x)
+    })
 }
 
 /// `round(self, *, decimals)`: `nearbyint(x * 10^d) / 10^d` (`x / 10^-d` first for negative
@@ -481,6 +496,12 @@ fn div(ctx: &mut Ctx) -> Result<Vec<Out>> {
                 Ok(q)
             }
         }),
+        _ if !mode.is_empty() && common_dtype(ctx, &[0, 1])?.is_complex() => {
+            // CPU PyTorch refuses rounding modes for complex values; its fallback says so.
+            Err(crate::Error::Uncovered(format!(
+                "div with rounding_mode={mode} on complex values"
+            )))
+        }
         "floor" => binary(ctx, floor_div_of),
         _ => float_binary(ctx, |b, x, y| Ok(b.div(x, y)?)),
     }
@@ -634,8 +655,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("sigmoid"), sigmoid);
     reg.ops(variants!("reciprocal"), reciprocal);
     reg.ops(variants!("erf"), erf);
-    reg.ops(variants!("abs"), abs);
-    reg.ops(variants!("neg"), neg);
+    reg.ops(variants!("abs"), abs).complex();
+    reg.ops(variants!("neg"), neg).complex();
     reg.ops(variants!("sign"), sign);
     // For real tensors sgn is sign.
     reg.ops(variants!("sgn"), sign);
@@ -671,7 +692,8 @@ pub(crate) fn register(reg: &mut Registry) {
             "div.Scalar_mode_out",
         ],
         div,
-    );
+    )
+    .complex();
     reg.ops(
         &[
             "floor_divide",
@@ -723,8 +745,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
     reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));
 
-    reg.ops(tensor_out_variants!("eq"), eq);
-    reg.ops(tensor_out_variants!("ne"), ne);
+    reg.ops(tensor_out_variants!("eq"), eq).complex();
+    reg.ops(tensor_out_variants!("ne"), ne).complex();
     reg.ops(tensor_out_variants!("lt"), lt);
     reg.ops(tensor_out_variants!("le"), le);
     reg.ops(tensor_out_variants!("gt"), gt);

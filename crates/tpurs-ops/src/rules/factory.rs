@@ -199,17 +199,25 @@ fn test_value(b: &mut Builder, x: &Value, dir: CompareDir, value: f64) -> Result
 /// `isnan(self)`: `x != x`.
 fn isnan(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
-    if !x.dtype().is_float() {
+    if !x.dtype().is_float() && !x.dtype().is_complex() {
         return one(ctx
             .b
             .splat(Literal::Bool(false), &x.ty.with_dtype(DType::Bool)));
     }
+    // A complex value is NaN when either part is, and then differs from itself.
     one(ctx.b.compare(CompareDir::Ne, &x, &x)?)
 }
 
-/// `isinf(self)`: `|x| == inf`.
+/// `isinf(self)`: `|x| == inf` (for a complex value, either part's).
 fn isinf(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
+    if x.dtype().is_complex() {
+        let (re, im) = (ctx.b.real(&x), ctx.b.imag(&x));
+        let (re, im) = (ctx.b.abs(&re), ctx.b.abs(&im));
+        let re_inf = test_value(&mut ctx.b, &re, CompareDir::Eq, f64::INFINITY)?;
+        let im_inf = test_value(&mut ctx.b, &im, CompareDir::Eq, f64::INFINITY)?;
+        return one(ctx.b.or(&re_inf, &im_inf)?);
+    }
     let a = if x.dtype().is_float() {
         ctx.b.abs(&x)
     } else {
@@ -383,8 +391,8 @@ pub(crate) fn register(reg: &mut Registry) {
         .bake_scalars()
         .any_cast();
     reg.ops(&["eye.out", "eye.m_out"], eye).any_cast();
-    reg.ops(&["isnan", "isnan.out"], isnan);
-    reg.ops(&["isinf", "isinf.out"], isinf);
+    reg.ops(&["isnan", "isnan.out"], isnan).complex();
+    reg.ops(&["isinf", "isinf.out"], isinf).complex();
     reg.ops(&["isposinf", "isposinf.out"], isposinf);
     reg.ops(&["isneginf", "isneginf.out"], isneginf);
     reg.ops(&["nan_to_num", "nan_to_num_", "nan_to_num.out"], nan_to_num);

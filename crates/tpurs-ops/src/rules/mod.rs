@@ -230,9 +230,10 @@ pub(crate) fn full(b: &mut Builder, like: &Value, value: f64) -> Value {
     b.full_like(like, Literal::Float(value))
 }
 
-/// Converts integer and bool dtypes to the default float (for ops such as `exp`).
+/// Converts integer and bool dtypes to the default float (for ops such as `exp`); float and
+/// complex dtypes stay.
 pub(crate) fn float_dtype(d: DType, default_float: DType) -> DType {
-    if d.is_float() {
+    if d.is_float() || d.is_complex() {
         d
     } else {
         default_float

@@ -19,6 +19,15 @@ namespace {
 // Boxed ScalarType and Scalar arguments arrive as plain ints / doubles; the schema says which.
 enum class ArgHint { Plain, Dtype, Scalar };
 
+// The memory format of an op's fresh results. The device computes them dense; where CPU
+// PyTorch gives a channels-last result, the result is restrided with one device copy.
+enum class Layout {
+  Dense,           // always contiguous
+  FollowInput,     // that of the first tensor argument with the result's sizes (pointwise ops)
+  FollowRank,      // that of the first tensor (or list) argument of the result's rank (cat, nn ops)
+  MemoryFormatArg  // the `memory_format` argument's; `preserve_format` keeps self's
+};
+
 // What the schema says about one op: which arguments are written, which are dtypes, what
 // each return is. Computed once at registration.
 struct OpDesc {
@@ -27,7 +36,24 @@ struct OpDesc {
   std::vector<bool> mutable_is_out;   // kwarg-only mutable args are out= arguments
   std::vector<ArgHint> hints;         // how to read ints and doubles of each argument
   std::vector<int32_t> return_alias;  // per return: index into mutable_args, or -1 fresh, -2 list
+  Layout layout = Layout::Dense;
+  int32_t memory_format_arg = -1;
 };
+
+// Ops besides the pointwise ones whose results keep a channels-last input's layout on the CPU.
+bool follows_input_layout(const std::string& name) {
+  static const char* names[] = {"aten::cat",
+                                "aten::convolution",
+                                "aten::native_batch_norm",
+                                "aten::_native_batch_norm_legit",
+                                "aten::_native_batch_norm_legit_no_training",
+                                "aten::max_pool2d_with_indices",
+                                "aten::avg_pool2d",
+                                "aten::_adaptive_avg_pool2d",
+                                "aten::upsample_nearest2d",
+                                "aten::upsample_bilinear2d"};
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
+}
 
 std::unordered_map<const c10::FunctionSchema*, OpDesc>& descs() {
   static std::unordered_map<const c10::FunctionSchema*, OpDesc> d;
@@ -43,10 +69,18 @@ ArgHint hint_of(const c10::TypePtr& type) {
   return ArgHint::Plain;
 }
 
-OpDesc describe(const c10::FunctionSchema& schema, uint32_t id) {
+OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) {
   OpDesc d;
   d.id = id;
   const auto& args = schema.arguments();
+  if (pointwise) d.layout = Layout::FollowInput;
+  if (follows_input_layout(schema.name())) d.layout = Layout::FollowRank;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].name() == "memory_format") {
+      d.layout = Layout::MemoryFormatArg;
+      d.memory_format_arg = static_cast<int32_t>(i);
+    }
+  }
   // native_batch_norm updates running_mean / running_var in place although its schema
   // does not mark them as written.
   const bool writes_running_stats = schema.name() == "aten::native_batch_norm";
@@ -109,6 +143,49 @@ struct Packer {
 };
 
 thread_local Packer packer;
+
+// The channels-last format CPU PyTorch would give `d`'s fresh result of sizes `out`
+// (Contiguous when none).
+at::MemoryFormat wanted_layout(const OpDesc& d, c10::ArrayRef<c10::IValue> args, c10::IntArrayRef out) {
+  if (d.layout == Layout::MemoryFormatArg) {
+    const auto& v = args[d.memory_format_arg];
+    auto format = v.isNone() ? at::MemoryFormat::Preserve : v.toMemoryFormat();
+    if (format != at::MemoryFormat::Preserve) return format;
+    return args[0].isTensor() ? args[0].toTensor().suggest_memory_format() : at::MemoryFormat::Contiguous;
+  }
+  const bool by_rank = d.layout == Layout::FollowRank;
+  for (const auto& a : args) {
+    at::Tensor t;
+    if (a.isTensor()) {
+      t = a.toTensor();
+    } else if (by_rank && a.isTensorList() && !a.toTensorList().empty()) {
+      t = a.toTensorList().get(0);
+    }
+    if (!t.defined()) continue;
+    if (by_rank ? t.dim() == static_cast<int64_t>(out.size()) : t.sizes() == out) return t.suggest_memory_format();
+    if (by_rank) break;
+  }
+  return at::MemoryFormat::Contiguous;
+}
+
+// Fresh results (not those that alias an argument) in the layout CPU PyTorch gives them.
+void match_layout(const OpDesc& d, c10::ArrayRef<c10::IValue> args, std::vector<c10::IValue>& outputs,
+                  const std::vector<bool>& fresh) {
+  if (d.layout == Layout::Dense) return;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto& o = outputs[i];
+    if (!fresh[i] || !o.isTensor() || !o.toTensor().defined()) continue;
+    const at::Tensor& t = o.toTensor();
+    if (t.dim() != 4 && t.dim() != 5) continue;
+    at::MemoryFormat want = wanted_layout(d, args, t.sizes());
+    const bool fits = (want == at::MemoryFormat::ChannelsLast && t.dim() == 4) ||
+                      (want == at::MemoryFormat::ChannelsLast3d && t.dim() == 5);
+    if (!fits || t.is_contiguous(want)) continue;
+    at::Tensor r = at::empty(t.sizes(), t.options().memory_format(want));
+    r.copy_(t);
+    o = r;
+  }
+}
 
 TpursArg scalar_arg(const c10::Scalar& s) {
   TpursArg a{};
@@ -372,9 +449,11 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 
   std::vector<c10::IValue> outputs;
+  std::vector<bool> fresh;
   outputs.reserve(schema.returns().size());
   for (int64_t i = 0; i < res.n; ++i) {
     const TpursResult& r = res.results[i];
+    fresh.push_back(r.kind == TPURS_FRESH);
     switch (r.kind) {
       case TPURS_FRESH:
         outputs.emplace_back(wrap_storage(r.storage, r.nbytes, r.dtype, r.device, r.sizes, r.ndim));
@@ -397,6 +476,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         outputs.emplace_back(at::Tensor());
     }
   }
+  match_layout(d, args, outputs, fresh);
   torch::jit::drop(*stack, nargs);
   for (auto& o : outputs) stack->push_back(std::move(o));
 }
@@ -424,7 +504,7 @@ void register_table_ops() {
     // A CompositeImplicitAutograd op must decompose before reaching the backend, or
     // autograd would lose its formula.
     if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
-    descs()[&handle->schema()] = describe(handle->schema(), i);
+    descs()[&handle->schema()] = describe(handle->schema(), i, handle->hasTag(at::Tag::pointwise));
     (own_op ? own : lib)->impl(bare.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_table_op>());
   }
 }

@@ -1,0 +1,55 @@
+"""Memory formats as CPU PyTorch gives them: channels-last tensors made by `contiguous` and
+`clone`, kept by pointwise ops, `cat`, convolutions, batch norm and pooling, and by
+`resize_as_(preserve_format)`; values equal to the CPU's."""
+
+import pytest
+import torch
+from helpers import no_fallback
+
+CL, CL3 = torch.channels_last, torch.channels_last_3d
+
+
+def same_layout(fn, *args):
+    """`fn` on tpu copies of `args` gives the CPU's values and strides."""
+    want = fn(*args)
+    got = fn(*(a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args))
+    wants = want if isinstance(want, tuple) else (want,)
+    gots = got if isinstance(got, tuple) else (got,)
+    for w, g in zip(wants, gots):
+        assert g.stride() == w.stride(), (g.stride(), w.stride())
+        torch.testing.assert_close(g.cpu(), w)
+
+
+@pytest.mark.parametrize("shape,fmt", [((2, 3, 4, 5), CL), ((2, 3, 2, 4, 5), CL3)])
+def test_layout_follows_cpu(shape, fmt):
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    with no_fallback():
+        assert x.to("tpu").contiguous(memory_format=fmt).is_contiguous(memory_format=fmt)
+        xl = x.contiguous(memory_format=fmt)
+        same_layout(lambda t: t.clone(), xl)
+        same_layout(lambda t: t.clone(memory_format=torch.contiguous_format), xl)
+        same_layout(lambda t: t + 1, xl)
+        same_layout(lambda t: torch.relu(t) * t.sum(), xl)
+        same_layout(lambda t, u: t * u, xl, torch.randn(shape[-1]))
+        same_layout(lambda t, u: u * t, xl, torch.randn(shape[-1]))
+        same_layout(lambda t: t.to(torch.float64), xl)
+        same_layout(lambda t: torch.cat([t, t]), xl)
+        same_layout(lambda t: (t * 2).add_(1), xl)
+        flat = torch.randn(x.numel(), device="tpu")
+        flat.resize_as_(xl.to("tpu"), memory_format=torch.preserve_format)
+        assert flat.is_contiguous(memory_format=fmt)
+
+
+def test_nn_ops_keep_channels_last():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=CL)
+    w = torch.randn(4, 3, 3, 3)
+    with no_fallback():
+        same_layout(lambda t, k: torch.nn.functional.conv2d(t, k, padding=1), x, w)
+        same_layout(lambda t: torch.nn.functional.max_pool2d(t, 2), x)
+        same_layout(lambda t: torch.nn.functional.avg_pool2d(t, 2), x)
+        same_layout(lambda t: torch.nn.functional.adaptive_avg_pool2d(t, 3), x)
+        same_layout(lambda t: torch.nn.functional.batch_norm(t, None, None, training=True), x)
+        # A contiguous input stays contiguous.
+        same_layout(lambda t, k: torch.nn.functional.conv2d(t, k), x.contiguous(), w)

@@ -164,11 +164,13 @@ def test_copy_from_a_negative_view_copies_its_values():
 
 
 @pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.bfloat16])
-@pytest.mark.parametrize("dst", [torch.int32, torch.int64])
+@pytest.mark.parametrize("dst", [torch.int32, torch.int64, torch.int8, torch.uint8, torch.int16])
 def test_float_to_int_casts_out_of_range_match_cpu(src, dst):
     # Out of range and NaN: x86's "integer indefinite", the type's minimum (StableHLO's
-    # convert alone would saturate to the maximum and give 0 for NaN).
-    x = torch.tensor([1e10, -1e10, float("nan"), float("inf"), 3.7, -3.7, 1e20, 0.0]).to(src)
+    # convert alone would saturate to the maximum and give 0 for NaN). Narrower integers
+    # keep the low bits of that int32, as CPU PyTorch's casts do.
+    x = torch.tensor([1e10, -1e10, float("nan"), float("inf"), 3.7, -3.7, 1e20, 0.0, 300.0, -300.0, 70000.0])
+    x = x.to(src)
     with no_fallback():
         eager = x.to("tpu").to(dst)
         compiled = torch.compile(lambda t: t.to(dst))(x.to("tpu"))

@@ -248,3 +248,15 @@ def test_addc_grad_promotion_errors():
         torch.ones(2, dtype=torch.int64, device="tpu").addcmul_(
             torch.ones(2, device="tpu"), torch.ones(2, device="tpu")
         )
+
+
+def test_sequence_into_view_of_same_size():
+    # CPU PyTorch fills an out= view whose element count matches without resizing it.
+    def fill(x):
+        torch.linspace(0, 3, 4, out=x.narrow(1, 1, 2), dtype=x.dtype)
+        torch.arange(2, out=x[:, 0])
+        return x
+
+    with no_fallback():
+        check(fill, torch.zeros(2, 3, dtype=torch.int16))
+        check(fill, torch.zeros(2, 3))

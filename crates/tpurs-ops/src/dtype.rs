@@ -233,6 +233,12 @@ pub fn cast(b: &mut Builder, x: &Value, dtype: DType) -> Result<Value> {
     let bound = match dtype {
         DType::I32 => 2f64.powi(31),
         DType::I64 => 2f64.powi(63),
+        // CPU PyTorch converts a float to int32 and keeps the low bits (out-of-range values
+        // wrap instead of saturating as XLA's convert does).
+        DType::I8 | DType::U8 | DType::I16 if x.dtype().is_float() => {
+            let i = cast(b, x, DType::I32)?;
+            return Ok(b.convert(&i, dtype));
+        }
         _ => return Ok(b.convert(x, dtype)),
     };
     if !x.dtype().is_float() {

@@ -62,6 +62,17 @@ fn arange_len(start: Literal, end: Literal, step: Literal, dtype: DType) -> Resu
     Ok(size as i64)
 }
 
+/// The 1-d sequence `v` as the result for `out=` argument `out`: CPU PyTorch's `arange` and
+/// `linspace` resize `out` only when its element count differs, and otherwise fill it in
+/// its own shape (a `(2, 2)` view takes four steps in row-major order).
+fn into_out(ctx: &mut Ctx, out: usize, v: Value) -> Result<Vec<Out>> {
+    let shape = ctx.ty(out)?.shape;
+    if shape.len() != 1 && shape.iter().product::<i64>() == v.shape()[0] {
+        return one(ctx.b.reshape(&v, &shape)?);
+    }
+    one(v)
+}
+
 /// `arange.out(end, out)` / `arange.start_out(start, end, step, out)`: `start + step * i`.
 fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (start, end, step, out) = if ctx.overload() == "out" {
@@ -78,7 +89,8 @@ fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
     if dtype == DType::Bool {
         return Err(not_for("arange_cpu", dtype));
     }
-    one(arange_of(&mut ctx.b, start, end, step, dtype)?)
+    let v = arange_of(&mut ctx.b, start, end, step, dtype)?;
+    into_out(ctx, out, v)
 }
 
 /// `start + step * i` for `i` in `0..arange_len(..)`, in `dtype`.
@@ -137,7 +149,8 @@ fn linspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let b = &mut ctx.b;
     if steps <= 1 {
         let x = b.splat(Literal::Float(s), &TensorType::new(w, [steps]));
-        return one(b.convert(&x, dtype));
+        let x = b.convert(&x, dtype);
+        return into_out(ctx, 3, x);
     }
     let step = if w == DType::F32 {
         ((e as f32 - s as f32) / (steps - 1) as f32) as f64
@@ -162,7 +175,8 @@ fn linspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
     );
     let first = b.compare(CompareDir::Lt, &idx, &half)?;
     let x = b.select(&first, &lo, &hi)?;
-    one(b.convert(&x, dtype))
+    let x = b.convert(&x, dtype);
+    into_out(ctx, 3, x)
 }
 
 /// `eye.out(n, out)` / `eye.m_out(n, m, out)`: ones on the main diagonal.

@@ -53,3 +53,21 @@ def test_nn_ops_keep_channels_last():
         same_layout(lambda t: torch.nn.functional.batch_norm(t, None, None, training=True), x)
         # A contiguous input stays contiguous.
         same_layout(lambda t, k: torch.nn.functional.conv2d(t, k), x.contiguous(), w)
+
+
+def test_writes_into_repeated_elements_raise_like_cpu():
+    ops = {
+        "add_": lambda x: x.add_(1),
+        "copy_": lambda x: x.copy_(torch.ones(3, device=x.device)),
+        "uniform_": lambda x: x.uniform_(),
+        "linspace out=": lambda x: torch.linspace(1, 10, 3, out=x),
+        "mul out=": lambda x: torch.mul(torch.ones(3, device=x.device), 2, out=x),
+    }
+    with no_fallback():
+        for name, op in ops.items():
+            for device in ("cpu", "tpu"):
+                with pytest.raises(RuntimeError, match="unsupported operation"):
+                    op(torch.zeros(1, device=device).expand(3))
+        # fill_ and zero_ write an expanded tensor on the CPU too.
+        x = torch.zeros(1, device="tpu").expand(3)
+        assert x.fill_(2).cpu().tolist() == [2.0, 2.0, 2.0]

@@ -38,7 +38,17 @@ struct OpDesc {
   std::vector<int32_t> return_alias;  // per return: index into mutable_args, or -1 fresh, -2 list
   Layout layout = Layout::Dense;
   int32_t memory_format_arg = -1;
+  bool no_internal_overlap = false;  // written tensors may not repeat an element (CPU's check)
 };
+
+// In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
+// TensorIterator kernels do; `fill_` and `zero_` do not check there.
+bool checks_internal_overlap(const std::string& name) {
+  static const char* names[] = {"aten::uniform_",     "aten::normal_",      "aten::random_",
+                                "aten::bernoulli_",   "aten::exponential_", "aten::cauchy_",
+                                "aten::log_normal_",  "aten::geometric_",   "tpurs::copy_"};
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
+}
 
 // Ops besides the pointwise ones whose results keep a channels-last input's layout on the CPU.
 bool follows_input_layout(const std::string& name) {
@@ -74,6 +84,8 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   d.id = id;
   const auto& args = schema.arguments();
   if (pointwise) d.layout = Layout::FollowInput;
+  const bool fills = schema.name() == "aten::fill_" || schema.name() == "aten::zero_";
+  d.no_internal_overlap = (pointwise && !fills) || checks_internal_overlap(schema.name());
   if (follows_input_layout(schema.name())) d.layout = Layout::FollowRank;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].name() == "memory_format") {
@@ -349,10 +361,13 @@ TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
 // An op that writes a tensor partly aliasing one of its inputs would read values it has
 // already overwritten: CPU refuses it ("unsupported operation: some elements of the input
 // tensor and the written-to tensor refer to a single memory location"), and so does tpu.
-void check_no_partial_overlap(const OpDesc& d, c10::ArrayRef<c10::IValue> args) {
-  for (int32_t ai : d.mutable_args) {
+void check_overlaps(const OpDesc& d, c10::ArrayRef<c10::IValue> args) {
+  for (size_t k = 0; k < d.mutable_args.size(); ++k) {
+    const int32_t ai = d.mutable_args[k];
     if (!args[ai].isTensor() || !args[ai].toTensor().defined()) continue;
     const at::Tensor& written = args[ai].toTensor();
+    // An out= tensor, or a pointwise op's self, whose elements repeat (`expand`).
+    if (d.no_internal_overlap || d.mutable_is_out[k]) at::assert_no_internal_overlap(written);
     for (size_t i = 0; i < args.size(); ++i) {
       if (static_cast<int32_t>(i) == ai || !args[i].isTensor()) continue;
       const at::Tensor& input = args[i].toTensor();
@@ -406,7 +421,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       p.writes.push_back({ai, -1, d.mutable_is_out[k] ? 1 : 0});
     }
   }
-  check_no_partial_overlap(d, args);
+  check_overlaps(d, args);
   // Returns alias mutable args by index into `mutable_args`; map to write indices.
   for (int32_t r : d.return_alias) {
     if (r >= 0) {

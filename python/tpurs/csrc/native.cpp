@@ -5,6 +5,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -75,6 +76,8 @@ void conjugate_stored(const at::Tensor& t) { (t.is_conj() ? t.conj() : t).conj_p
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   if (dst.numel() == 0) return dst;
+  // torch checks this after handing other devices' copies to `_copy_from`.
+  at::assert_no_internal_overlap(dst);
   // A negative view keeps its sign in a bit, not in its data: the copies below move data,
   // then what the destination stores is negated where the two bits differ.
   const bool flip = self.is_neg() != dst.is_neg();

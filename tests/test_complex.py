@@ -161,3 +161,16 @@ def test_elementwise_and_comparisons():
         check(lambda c: torch.isclose(c, c * (1 + 1e-7)), CPLX)
     with pytest.raises(RuntimeError, match="In-place abs"):
         CPLX.to("tpu").abs_()
+
+
+@pytest.mark.parametrize("op", [torch.complex, torch.polar])
+def test_part_dtype_errors_match_cpu(op):
+    cases = [
+        (torch.int32, torch.int32, "Half, Float or Double tensors but got Int and Int"),
+        (torch.complex64, torch.complex64, "got ComplexFloat and ComplexFloat"),
+        (torch.float32, torch.float64, "scalar type Float but got scalar type Double for second argument"),
+    ]
+    for a, b, match in cases:
+        for device in ("cpu", "tpu"):
+            with no_fallback(), pytest.raises(RuntimeError, match=match):
+                op(torch.ones(2, dtype=a, device=device), torch.ones(2, dtype=b, device=device))

@@ -265,3 +265,15 @@ def test_multinomial_is_reproducible_and_checks_its_input():
     empty = torch.multinomial(torch.zeros(2, 3, device="tpu"), 1)
     with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
         empty.cpu()
+
+
+def test_uniform_bounds_errors_match_cpu():
+    big = torch.finfo(torch.float32).max
+    for low, high, match in [
+        (-big, big, "to-from"),
+        (-1e300, 0.0, "from is out of bounds for float"),
+        (2.0, 1.0, "range"),
+    ]:
+        for device in ("cpu", "tpu"):
+            with no_fallback(), pytest.raises(RuntimeError, match=match):
+                torch.empty(3, device=device).uniform_(low, high)

@@ -8,7 +8,8 @@ use tpurs_hlo::{Builder, DType, FftKind, Literal, Value};
 
 use super::{one, operands, wrap_dim};
 use crate::ctx::{Ctx, Out};
-use crate::error::{runtime, Result};
+use crate::dtype::torch_name;
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// `kind` along dimension `dim` of length `n` (the real signal's length for `Rfft` and
@@ -126,14 +127,7 @@ fn fft_c2r(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// `complex(real, imag)`.
 fn complex(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let (a, b) = (ctx.ty(0)?.dtype, ctx.ty(1)?.dtype);
-    if a != b || !a.is_float() {
-        return runtime(format!(
-            "Expected object of scalar type {} but got scalar type {} for second argument",
-            crate::dtype::torch_name(a),
-            crate::dtype::torch_name(b)
-        ));
-    }
+    let a = check_parts(ctx)?;
     let v = operands(ctx, &[0, 1], a)?;
     let (re, im) = broadcast_pair(&mut ctx.b, &v[0], &v[1])?;
     let re = ctx.b.convert(&re, a.to_complex().real_part());
@@ -141,9 +135,34 @@ fn complex(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(ctx.b.complex(&re, &im)?)
 }
 
+/// CPU PyTorch's checks on the two parts of `complex` and `polar`: Half, Float or Double,
+/// both of one type. Half parts make a ComplexHalf, which the device does not hold.
+fn check_parts(ctx: &Ctx) -> Result<DType> {
+    let (a, b) = (ctx.ty(0)?.dtype, ctx.ty(1)?.dtype);
+    let part = |d: DType| matches!(d, DType::F16 | DType::F32 | DType::F64);
+    if !part(a) || !part(b) {
+        return runtime(format!(
+            "Expected both inputs to be Half, Float or Double tensors but got {} and {}",
+            torch_name(a),
+            torch_name(b)
+        ));
+    }
+    if a != b {
+        return runtime(format!(
+            "Expected object of scalar type {} but got scalar type {} for second argument",
+            torch_name(a),
+            torch_name(b)
+        ));
+    }
+    if a == DType::F16 {
+        return Err(Error::Uncovered("ComplexHalf results".into()));
+    }
+    Ok(a)
+}
+
 /// `polar(abs, angle)`: `abs * (cos(angle) + i sin(angle))`.
 fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let d = ctx.ty(0)?.dtype;
+    let d = check_parts(ctx)?;
     let v = operands(ctx, &[0, 1], d)?;
     let b = &mut ctx.b;
     let (r, t) = broadcast_pair(b, &v[0], &v[1])?;

@@ -1,6 +1,7 @@
 """Complex tensors on the device against CPU PyTorch: storage and copies (views, conjugate
-bits, casts), `complex`/`polar`, complex add/sub/mul, and the `torch.fft` family with every
-normalization, signal lengths that pad or trim, and gradients through the transforms."""
+bits, casts), `complex`/`polar`, complex add/sub/mul, indexing (gathers, scatters, masks),
+and the `torch.fft` family with every normalization, signal lengths that pad or trim, and
+gradients through the transforms."""
 
 import os
 import subprocess
@@ -174,3 +175,20 @@ def test_part_dtype_errors_match_cpu(op):
         for device in ("cpu", "tpu"):
             with no_fallback(), pytest.raises(RuntimeError, match=match):
                 op(torch.ones(2, dtype=a, device=device), torch.ones(2, dtype=b, device=device))
+
+
+def test_indexing(dtype):
+    c = CPLX.to(dtype)
+    i = torch.tensor([0, 2, 2, -1])
+    with no_fallback():
+        check(lambda c, i: c[i], c, i)
+        check(lambda c, i: c[i, 1:], c, i)
+        check(lambda c: c[c.real > 0], c)
+        check(lambda c, i: c.index_select(1, i.abs()), c, i)
+        check(lambda c, i: torch.gather(c, 1, i.abs().expand(4, 4)), c, i)
+        for accumulate in (False, True):
+            check(lambda c, i: c.clone().index_put_((i,), c[:4] * 2, accumulate=accumulate), c, i)
+            check(lambda c, i: c.clone().index_put_((c.real > 0,), c[0, 0], accumulate=accumulate), c, i)
+        # PyTorch's test_index_put_src_datatype: CPU indices, duplicates summed.
+        ones = torch.ones(3, 2, 4, dtype=dtype)
+        check(lambda s, v: s.clone().index_put_((torch.tensor([0, 2, 1]),), v, accumulate=True), ones, ones)

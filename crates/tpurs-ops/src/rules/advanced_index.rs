@@ -698,10 +698,11 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["nonzero_static"], nonzero_static);
     // The functional `index.Tensor` is left to torch's structured wrapper, which sizes the
     // output (running `nonzero` for boolean masks) and calls this out= form.
-    reg.ops(&["index.Tensor_out"], index);
-    reg.ops(&["_index_put_impl_"], index_put);
+    // Gathers and scatters move values of any dtype (accumulation adds complex values too).
+    reg.ops(&["index.Tensor_out"], index).complex();
+    reg.ops(&["_index_put_impl_"], index_put).complex();
     // Functional form for graphs; eager reaches `_index_put_impl_` through torch's kernel.
-    reg.ops(&["index_put"], index_put).graph_only();
+    reg.ops(&["index_put"], index_put).graph_only().complex();
     reg.ops(
         &[
             "masked_fill.Scalar",

@@ -1,6 +1,8 @@
 """Indexing ops: index_select, gather / scatter (+ add, reduce), index_add, advanced
 indexing (`x[idx]`, `x[idx] = v`, boolean masks), masked_fill and masked_scatter."""
 
+import warnings
+
 import pytest
 import torch
 from helpers import ALL_DTYPES, check, no_fallback, sample, tol
@@ -409,3 +411,20 @@ def test_mask_assignment_with_the_wrong_number_of_values_raises_like_cpu():
         x[x > 1] = torch.tensor([7.0, 8.0], device="tpu")  # the right count
         x[x > 7] = torch.tensor([5.0], device="tpu")  # one value broadcast
     assert x.tolist() == [0.0, 1.0, 7.0, 5.0]
+
+
+def test_uint8_masks_warn_like_cpu():
+    def warnings_of(dev):
+        mask = torch.tensor([1, 0, 1, 0], dtype=torch.uint8, device=dev)
+        x = torch.arange(16.0, device=dev).view(4, 4)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            x.index_put_((mask,), x[mask], accumulate=True)
+            x[mask] = torch.tensor([3.0, 4.0, 5.0, 6.0], device=dev)
+        return [str(m.message).split(" (Triggered")[0] for m in w], x.cpu()
+
+    with no_fallback():
+        got, x = warnings_of("tpu")
+    expected, x_cpu = warnings_of("cpu")
+    assert got == expected and len(got) == 3
+    torch.testing.assert_close(x, x_cpu)

@@ -39,6 +39,7 @@ struct OpDesc {
   Layout layout = Layout::Dense;
   int32_t memory_format_arg = -1;
   bool no_internal_overlap = false;  // written tensors may not repeat an element (CPU's check)
+  bool warns_byte_indices = false;    // _index_put_impl_: CPU warns for uint8 masks
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
@@ -96,6 +97,8 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   // native_batch_norm updates running_mean / running_var in place although its schema
   // does not mark them as written.
   const bool writes_running_stats = schema.name() == "aten::native_batch_norm";
+  // torch's own `index` wrapper warns before reaching a backend; `_index_put_impl_` is ours.
+  d.warns_byte_indices = schema.name() == "aten::_index_put_impl_";
   for (size_t i = 0; i < args.size(); ++i) {
     d.hints.push_back(hint_of(args[i].real_type()));
     if (writes_running_stats && (i == 3 || i == 4)) {
@@ -447,6 +450,13 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (rc == TPURS_UNCOVERED && !fallback_forbidden()) {
     cpu_fallback(op, stack);
     return;
+  }
+  if (d.warns_byte_indices) {
+    for (const c10::IValue& item : args[1].toListRef()) {
+      if (item.isTensor() && item.toTensor().defined() && item.toTensor().scalar_type() == at::kByte) {
+        TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
+      }
+    }
   }
   if (rc != TPURS_OK) throw_error(rc);
 

@@ -260,3 +260,17 @@ def test_sequence_into_view_of_same_size():
     with no_fallback():
         check(fill, torch.zeros(2, 3, dtype=torch.int16))
         check(fill, torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int16, torch.int64, torch.uint8])
+def test_logspace_and_linspace_match_cpu(dtype):
+    # Integer outputs cast the bounds to the output type first and wrap on overflow
+    # (logspace(1, 10, 10) in int16), as CPU PyTorch does.
+    cases = [(0, 3, 7), (-2, 2, 5), (1, 10, 10), (0, 1, 1), (0, 1, 0), (2, -3, 9)]
+    with no_fallback():
+        for args in cases:
+            assert_same(torch.logspace(*args, dtype=dtype, device="tpu"), torch.logspace(*args, dtype=dtype))
+            assert_same(torch.linspace(*args, dtype=dtype, device="tpu"), torch.linspace(*args, dtype=dtype))
+        assert_same(
+            torch.logspace(-2, 2, 5, 2.0, dtype=dtype, device="tpu"), torch.logspace(-2, 2, 5, 2.0, dtype=dtype)
+        )

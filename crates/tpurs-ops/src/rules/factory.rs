@@ -126,9 +126,21 @@ pub(crate) fn arange_of(
 /// `linspace.out(start, end, steps, out)`: PyTorch's two-sided formula (from `start` for the
 /// first half, from `end` for the second).
 fn linspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    spaced(ctx, None)
+}
+
+/// `logspace.out(start, end, steps, base, out)`: `base` to the powers `linspace` gives.
+fn logspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let base = ctx.float(3)?;
+    spaced(ctx, Some(base))
+}
+
+/// `linspace`, or `logspace` with `base`, into the `out=` argument that follows.
+fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
     let (start, end) = (ctx.scalar_value(0)?, ctx.scalar_value(1)?);
     let steps = ctx.int(2)?;
-    let dtype = ctx.ty(3)?.dtype;
+    let out = if base.is_some() { 4 } else { 3 };
+    let dtype = ctx.ty(out)?.dtype;
     if steps < 0 {
         return runtime("number of steps must be non-negative");
     }
@@ -142,15 +154,27 @@ fn linspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
         match dtype {
             DType::F32 | DType::F16 | DType::BF16 => v.as_f64() as f32 as f64,
             d if d.is_float() => v.as_f64(),
+            // The bounds are first cast to the output's integer type (wrapping, as in C++).
+            DType::U8 => lit_i64(v) as u8 as f64,
+            DType::I8 => lit_i64(v) as i8 as f64,
+            DType::I16 => lit_i64(v) as i16 as f64,
+            DType::I32 => lit_i64(v) as i32 as f64,
             _ => lit_i64(v) as f64,
         }
     };
     let (s, e) = (cast(start), cast(end));
     let b = &mut ctx.b;
+    let power = |b: &mut Builder, x: Value| -> Result<Value> {
+        let Some(base) = base else { return Ok(x) };
+        let base = b.full_like(&x, Literal::Float(base));
+        Ok(b.pow(&base, &x)?)
+    };
     if steps <= 1 {
         let x = b.splat(Literal::Float(s), &TensorType::new(w, [steps]));
-        let x = b.convert(&x, dtype);
-        return into_out(ctx, 3, x);
+        let x = power(b, x)?;
+        // Out-of-range integers wrap as CPU casts do.
+        let x = crate::dtype::cast(b, &x, dtype)?;
+        return into_out(ctx, out, x);
     }
     let step = if w == DType::F32 {
         ((e as f32 - s as f32) / (steps - 1) as f32) as f64
@@ -175,8 +199,9 @@ fn linspace(ctx: &mut Ctx) -> Result<Vec<Out>> {
     );
     let first = b.compare(CompareDir::Lt, &idx, &half)?;
     let x = b.select(&first, &lo, &hi)?;
-    let x = b.convert(&x, dtype);
-    into_out(ctx, 3, x)
+    let x = power(b, x)?;
+    let x = crate::dtype::cast(b, &x, dtype)?;
+    into_out(ctx, out, x)
 }
 
 /// `eye.out(n, out)` / `eye.m_out(n, m, out)`: ones on the main diagonal.
@@ -402,6 +427,9 @@ pub(crate) fn register(reg: &mut Registry) {
         .bake_scalars()
         .any_cast();
     reg.ops(&["linspace.out"], linspace)
+        .bake_scalars()
+        .any_cast();
+    reg.ops(&["logspace.out"], logspace)
         .bake_scalars()
         .any_cast();
     reg.ops(&["eye.out", "eye.m_out"], eye).any_cast();

@@ -461,7 +461,8 @@ fn index_fill(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 pub(crate) fn register(reg: &mut Registry) {
     // Gathers move values of any dtype.
-    reg.ops(&["index_select", "index_select.out"], index_select).complex();
+    reg.ops(&["index_select", "index_select.out"], index_select)
+        .complex();
     reg.ops(&["gather", "gather.out"], gather).complex();
     reg.ops(
         &[

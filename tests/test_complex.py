@@ -177,6 +177,7 @@ def test_part_dtype_errors_match_cpu(op):
                 op(torch.ones(2, dtype=a, device=device), torch.ones(2, dtype=b, device=device))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_indexing(dtype):
     c = CPLX.to(dtype)
     i = torch.tensor([0, 2, 2, -1])

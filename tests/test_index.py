@@ -328,6 +328,27 @@ def test_nonzero_and_masked_select_on_device(dtype):
         check(lambda t: torch.nonzero_static(t, size=20, fill_value=-7), x)
 
 
+def test_nonzero_out_and_discontiguous():
+    x = torch.randint(0, 2, (5, 6))
+    with no_fallback():
+        check(lambda t: t[:, ::2].nonzero(), x)  # discontiguous input
+        check(lambda t: t.t().nonzero(), x)
+        check(lambda t: torch.nonzero(t, out=torch.empty((), dtype=torch.long, device=t.device)), x)
+        # A right-sized discontiguous out keeps its storage and strides, as on CPU.
+        n = int(x.count_nonzero())
+        for device in ("cpu", "tpu"):
+            out = torch.empty(n, 4, dtype=torch.long, device=device)[:, ::2]
+            ptr, strides = out.data_ptr(), out.stride()
+            torch.nonzero(x.to(device), out=out)
+            assert (out.data_ptr(), out.stride()) == (ptr, strides)
+            assert torch.equal(out.cpu(), x.nonzero())
+        dev = x.to("tpu")
+        with pytest.raises(RuntimeError, match="scalar type Long"):
+            torch.nonzero(dev, out=torch.empty(0, device="tpu"))
+        with pytest.raises(RuntimeError, match="on the same device"):
+            torch.nonzero(dev, out=torch.empty(0, dtype=torch.long))
+
+
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_index_reduce(reduce, include_self):

@@ -193,6 +193,18 @@ at::Tensor nonzero(const at::Tensor& self) {
   return at::nonzero_static(self, count, -1);
 }
 
+// As CPU: Long only, resized with resize_output (a right-sized out keeps its strides).
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type",
+              out.scalar_type());
+  TORCH_CHECK(self.device() == out.device(), "expected self and out to be on the same device, but got out on ",
+              out.device(), " and self on ", self.device());
+  auto result = tpurs::nonzero(self);
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 // torch.equal: same sizes and equal values (dtypes compare after promotion, NaN never
 // equals); the answer is a host bool, so this is one read.
 bool equal(const at::Tensor& self, const at::Tensor& other) {
@@ -236,6 +248,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", &tpurs::set_empty);
   m.impl("_local_scalar_dense", &tpurs::local_scalar_dense);
   m.impl("nonzero", &tpurs::nonzero);
+  m.impl("nonzero.out", &tpurs::nonzero_out);
   m.impl("masked_select", &tpurs::masked_select);
   m.impl("equal", &tpurs::equal);
   m.impl("_has_compatible_shallow_copy_type", &tpurs::has_compatible_shallow_copy_type);

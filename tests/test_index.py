@@ -298,6 +298,17 @@ def test_index_fill(dtype):
         )
 
 
+def test_index_fill_takes_a_cpu_index():
+    # As on CPU (PyTorch's stable-sort test fills through CPU indices, some empty).
+    x = torch.randn(10, 10)
+    with no_fallback():
+        for i in (torch.tensor([3, -1]), torch.tensor([], dtype=torch.long)):
+            check(lambda t: t.index_fill(1, i, float("inf")), x)
+            check(lambda t: t.clone().index_fill_(0, i, torch.tensor(2.0)), x)
+        with pytest.raises(RuntimeError, match="same device"):
+            x.to("tpu").index_select(0, torch.tensor([1]))  # other index ops stay strict, as on CUDA
+
+
 def test_out_of_range_index_raises_at_the_read():
     """CPU raises IndexError at the op; the device checks inside the program and raises at
     the next read (tests/test_device_checks.py covers every op)."""

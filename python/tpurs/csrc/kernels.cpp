@@ -17,7 +17,8 @@ namespace tpurs {
 namespace {
 
 // Boxed ScalarType and Scalar arguments arrive as plain ints / doubles; the schema says which.
-enum class ArgHint { Plain, Dtype, Scalar };
+// MovableIndex: a CPU index tensor that is copied to the device, as for `Tensor?[]` lists.
+enum class ArgHint { Plain, Dtype, Scalar, MovableIndex };
 
 // The memory format of an op's fresh results. The device computes them dense; where CPU
 // PyTorch gives a channels-last result, the result is restrided with one device copy.
@@ -99,8 +100,11 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   const bool writes_running_stats = schema.name() == "aten::native_batch_norm";
   // torch's own `index` wrapper warns before reaching a backend; `_index_put_impl_` is ours.
   d.warns_byte_indices = schema.name() == "aten::_index_put_impl_";
+  // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
+  // TensorIterator refuses it); moving the small index costs one copy.
+  const bool movable_index = schema.name() == "aten::index_fill" || schema.name() == "aten::index_fill_";
   for (size_t i = 0; i < args.size(); ++i) {
-    d.hints.push_back(hint_of(args[i].real_type()));
+    d.hints.push_back(movable_index && args[i].name() == "index" ? ArgHint::MovableIndex : hint_of(args[i].real_type()));
     if (writes_running_stats && (i == 3 || i == 4)) {
       d.mutable_args.push_back(static_cast<int32_t>(i));
       d.mutable_is_out.push_back(false);
@@ -255,7 +259,14 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
 TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
   TpursArg a{};
   if (v.isNone()) return a;
-  if (v.isTensor()) return pack_tensor(v.toTensor(), p);
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (hint == ArgHint::MovableIndex && t.defined() && t.device().is_cpu() && t.dim() > 0) {
+      p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
+      return pack_tensor(p.moved.back(), p);
+    }
+    return pack_tensor(t, p);
+  }
   if (hint == ArgHint::Scalar && v.isScalar()) return scalar_arg(v.toScalar());
   const bool is_dtype = hint == ArgHint::Dtype;
   if (hint == ArgHint::Scalar && (v.isDoubleList() || v.isIntList() || v.isList())) {

@@ -141,6 +141,24 @@ def test_unique_and_unique_consecutive_match_cpu(inverse, counts):
             torch.testing.assert_close(g.cpu(), w)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.uint8, torch.bool])
+def test_unique_dim_matches_cpu(dtype):
+    x = torch.tensor([[[1, 1], [0, 1], [2, 1], [0, 1]], [[1, 1], [0, 1], [2, 1], [0, 1]]]).to(dtype)
+    r = torch.randint(0, 3, (6, 3, 2)).to(dtype)
+    with no_fallback():
+        for t in (x, r, r.transpose(0, 2)):
+            for dim in range(-1, t.dim()):
+                for inverse in (False, True):
+                    for counts in (False, True):
+                        check(lambda a: torch.unique(a, True, inverse, counts, dim), t)
+        check(lambda a: torch.unique(a, return_inverse=True, return_counts=True, dim=1), torch.empty(5, 0, dtype=dtype))
+    for shape, dim in (((5, 0, 0), 1), ((5, 0, 5), 2), ((5, 0), 0)):
+        with pytest.raises(RuntimeError, match="unique cannot be applied"):
+            torch.unique(torch.empty(shape, dtype=dtype, device="tpu"), dim=dim)
+    with pytest.raises(IndexError):
+        torch.unique(x.to("tpu"), dim=3)
+
+
 def test_mode_matches_cpu():
     # Ties give the smallest value, the index is its last occurrence, NaNs each count once.
     for values in ([1, 2, 2, 3, 2], [2, 1, 2, 1], [5, 5, 1, 1, 1, 5], [3.0, float("nan"), float("nan")]):

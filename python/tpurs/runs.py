@@ -1,8 +1,9 @@
 """Ops on runs of equal values, written with ops tpurs lowers: a stable sort, a flag where
 each run of equal values starts, the run of each element.
-- `torch.unique` (`aten::_unique2`, and the older `aten::_unique`) and `torch.unique_consecutive`: one host read, the
-  number of runs, sizes the outputs (as `nonzero` does); values sorted as on CPU whatever
-  `sorted` says, NaNs each their own value.
+- `torch.unique` (`aten::_unique2`, `aten::unique_dim`, and the older `aten::_unique`) and
+  `torch.unique_consecutive`: one host read, the number of runs, sizes the outputs (as
+  `nonzero` does); values sorted as on CPU whatever `sorted` says, NaNs each their own
+  value.
 - `torch.mode`: no host read; the most frequent value (the smallest on ties) and the last
   index where it occurs, as on CPU."""
 
@@ -67,6 +68,34 @@ def unique(
     return ordered.index_select(0, first), inverse, counts if return_counts else torch.empty(0, **long)
 
 
+def unique_dim(
+    x: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`aten::unique_dim`: the distinct slices along `dim`, in lexicographic order (sorted
+    whatever `sorted` says, as on CPU)."""
+    long = dict(dtype=torch.long, device=x.device)
+    rows = x.movedim(dim, 0)  # IndexError for a bad dim, as on CPU
+    n = rows.shape[0]
+    if n == 0:
+        if sum(s == 0 for s in x.shape) > 1:
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
+        return x.clone(), torch.empty(0, **long), torch.empty(0, **long)
+    if x.numel() == 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    flat = rows.reshape(n, -1)
+    # Lexicographic order: stable sorts by each column, the last column first.
+    order = torch.arange(n, **long)
+    for j in reversed(range(flat.shape[1])):
+        key = flat[:, j].index_select(0, order)
+        order = order.index_select(0, key.sort(stable=True).indices)
+    first, run_of_row, counts = _runs(flat.index_select(0, order))
+    values = rows.index_select(0, order.index_select(0, first)).movedim(0, dim)
+    inverse = torch.empty(0, **long)
+    if return_inverse:
+        inverse = torch.empty_like(run_of_row).index_put_((order,), run_of_row)
+    return values, inverse, counts if return_counts else torch.empty(0, **long)
+
+
 def _unique(x: torch.Tensor, sorted: bool = True, return_inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """`aten::_unique` (what `index_fill`'s backward calls): values and inverse."""
     values, inverse, _ = unique(x, sorted, return_inverse)
@@ -103,5 +132,6 @@ def install() -> None:
     _lib = torch.library.Library("aten", "IMPL")
     _lib.impl("_unique2", unique, "PrivateUse1")
     _lib.impl("_unique", _unique, "PrivateUse1")
+    _lib.impl("unique_dim", unique_dim, "PrivateUse1")
     _lib.impl("unique_consecutive", unique_consecutive, "PrivateUse1")
     _lib.impl("mode", mode, "PrivateUse1")

@@ -106,6 +106,71 @@ def test_fft_gradients():
         check(lambda t: torch.fft.irfft(torch.fft.fft(t), n=8), x, grad=True, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_data_movement(dtype):
+    c = torch.randn(3, 4, 5, dtype=dtype)
+    with no_fallback():
+        check(lambda t: t.flip(0, 2), c)
+        check(lambda t: (torch.fliplr(t), torch.flipud(t)), c)
+        check(lambda t: (t.rot90(1, [1, 2]), t.rot90(2), t.rot90(-1, [0, 2])), c)
+        check(lambda t: (t.movedim(0, -1).contiguous(), t.movedim((0, 1), (2, 0)).contiguous()), c)
+        check(lambda t: (t.roll(2, 1), t.roll(1)), c)
+        check(lambda t: t.repeat(2, 1, 3), c)
+        check(lambda t: (t.tril(), t.triu(1)), c)
+        check(lambda t: t[:, 1::2].flip(1), c)  # a strided view
+        src = torch.randn(3, 4, dtype=dtype)
+        check(lambda t, s: torch.select_scatter(t, s, 2, 1), c, src)
+        check(lambda t, s: torch.slice_scatter(t, s[:, :, None], 2, 0, 1), c, src)
+        check(lambda t, s: torch.diagonal_scatter(t[0], s[0, :4], 0), c, src)
+        check(lambda t, s: torch.as_strided_scatter(t, s, (3, 4), (20, 5)), c, src)
+        check(lambda t, s: torch.ops.aten.diagonal_backward(s[0, :3], (3, 3), 0, 0, 1), c, src)
+        check(lambda t, s: torch.ops.aten.unfold_backward(s.reshape(3, 2, 2), (3, 5), 1, 2, 2), c, src)
+        out = torch.empty(0, dtype=dtype, device="tpu")
+        torch.ops.aten.flip.out(c.to("tpu"), [1], out=out)
+        torch.testing.assert_close(out.cpu(), c.flip(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_equality_and_indexing(dtype):
+    c = torch.randn(4, 5, dtype=dtype)
+    c[0, 0] = complex("nan")
+    d = c.clone()
+    d[1, ::2] = 3j
+    mask = torch.rand(4, 5) > 0.5
+    with no_fallback():
+        check(lambda a, b: (a == b, a != b, torch.eq(a, b), a.ne(b)), c, d)
+        check(lambda a: (a == 3, a != 1.5), d)  # real host numbers
+        check(lambda a, m: a[m], c, mask)
+        check(lambda a: a[[0, 2], 1:], c)
+        check(lambda a, m: a.clone().index_put_((m,), torch.tensor(0, dtype=dtype)), c, mask)
+        check(lambda a, m: a.clone().index_put_((torch.tensor([1, 1]),), a[:2], accumulate=True), c, mask)
+        check(lambda a, b: torch.equal(a, b), c, c.clone())
+    # Complex host numbers are not lowered: the call runs on the CPU, it is not refused
+    # with a TypeError (which Python's `==` would turn into a silent `False`).
+    check(lambda a: (a == 3j, a != 3j, torch.eq(a, torch.tensor(3j))), d)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_random_draws_are_independent_parts(dtype):
+    # As on CPU: the real and imaginary parts are independent draws, each part of randn
+    # with variance 1/2 and of rand uniform in [0, 1).
+    n = 20000
+    with no_fallback():
+        z = torch.randn(n, dtype=dtype, device="tpu").cpu()
+        u = torch.rand(n, dtype=dtype, device="tpu").cpu()
+        w = torch.empty(n, dtype=dtype, device="tpu").normal_(2.0, 4.0).cpu()
+    assert z.dtype == u.dtype == dtype
+    parts = torch.view_as_real(z)
+    torch.testing.assert_close(parts.var(0), torch.full((2,), 0.5, dtype=parts.dtype), atol=0.03, rtol=0)
+    assert abs(torch.corrcoef(parts.T)[0, 1]) < 0.05
+    parts = torch.view_as_real(u)
+    assert parts.min() >= 0 and parts.max() < 1 and abs(parts.mean() - 0.5) < 0.02
+    assert abs(torch.corrcoef(parts.T)[0, 1]) < 0.05
+    parts = torch.view_as_real(w)
+    torch.testing.assert_close(parts.mean(0), torch.full((2,), 2.0, dtype=parts.dtype), atol=0.1, rtol=0)
+    torch.testing.assert_close(parts.std(0), torch.full((2,), 8**0.5, dtype=parts.dtype), atol=0.1, rtol=0)
+
+
 def test_ops_without_a_complex_lowering_fall_back():
     # A rule that does not handle complex values sends the call to the CPU like an op with
     # no rule (right values, one warning); TPURS_FALLBACK=error refuses it and says why.

@@ -220,7 +220,9 @@ TpursArg scalar_arg(const c10::Scalar& s) {
     a.dtype = static_cast<int32_t>(at::kLong);
     a.i = s.toLong();
   } else {
-    TORCH_CHECK_TYPE(false, "tpurs does not support complex scalars");
+    // Complex host numbers are not lowered: the runtime refuses the call as uncovered, so
+    // it runs on the CPU (a TypeError here would make `t == 1j` silently False).
+    a.dtype = static_cast<int32_t>(at::kComplexDouble);
   }
   return a;
 }
@@ -237,7 +239,13 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
     if (p.device < 0) p.device = t.device().index();
     return tensor_arg(t);
   }
-  // A 0-d CPU tensor is a host number, as on CUDA.
+  // A 0-d CPU tensor is a host number, as on CUDA; complex ones (not lowered as host
+  // numbers) go over as 0-d device tensors, which promote the same way, unless they are
+  // wrapped Python numbers (those promote differently: the CPU takes such calls).
+  if (t.device().is_cpu() && t.dim() == 0 && t.is_complex() && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
+    return tensor_arg(p.moved.back());
+  }
   if (t.device().is_cpu() && t.dim() == 0) {
     a.kind = TPURS_SCALAR;
     a.dtype = static_cast<int32_t>(t.scalar_type());
@@ -248,7 +256,7 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
       a.i = t.item<bool>();
     } else if (at::isIntegralType(t.scalar_type(), false)) {
       a.i = t.item<int64_t>();
-    } else {
+    } else if (!at::isComplexType(t.scalar_type())) {  // complex: refused as uncovered
       TORCH_CHECK_TYPE(false, "tpurs does not support ", t.scalar_type(), " scalars");
     }
     return a;

@@ -745,6 +745,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
     reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));
 
+    // Equality is defined for complex values (both parts equal); ordering is not.
     reg.ops(tensor_out_variants!("eq"), eq).complex();
     reg.ops(tensor_out_variants!("ne"), ne).complex();
     reg.ops(tensor_out_variants!("lt"), lt);

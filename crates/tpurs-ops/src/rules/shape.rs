@@ -552,24 +552,31 @@ fn unfold_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Registers the shape family.
 pub(crate) fn register(reg: &mut Registry) {
+    // Data movement: the lowerings never look at values, so complex tensors take them too.
     reg.ops(&["cat", "cat.out"], cat).complex();
-    reg.ops(&["flip", "flip.out"], flip);
-    reg.ops(&["roll", "roll.out"], roll);
-    reg.ops(&["repeat", "repeat.out"], repeat);
-    reg.ops(&["tril", "tril_", "tril.out"], |ctx| triangle(ctx, true));
-    reg.ops(&["triu", "triu_", "triu.out"], |ctx| triangle(ctx, false));
+    reg.ops(&["flip", "flip.out"], flip).complex();
+    reg.ops(&["roll", "roll.out"], roll).complex();
+    reg.ops(&["repeat", "repeat.out"], repeat).complex();
+    reg.ops(&["tril", "tril_", "tril.out"], |ctx| triangle(ctx, true))
+        .complex();
+    reg.ops(&["triu", "triu_", "triu.out"], |ctx| triangle(ctx, false))
+        .complex();
     reg.ops(&["constant_pad_nd", "constant_pad_nd.out"], constant_pad_nd)
         .complex();
-    reg.ops(&["slice_scatter", "slice_scatter.out"], slice_scatter);
-    reg.ops(&["select_scatter", "select_scatter.out"], select_scatter);
+    reg.ops(&["slice_scatter", "slice_scatter.out"], slice_scatter)
+        .complex();
+    reg.ops(&["select_scatter", "select_scatter.out"], select_scatter)
+        .complex();
     reg.ops(
         &["diagonal_scatter", "diagonal_scatter.out"],
         diagonal_scatter,
-    );
+    )
+    .complex();
     reg.ops(
         &["as_strided_scatter", "as_strided_scatter.out"],
         as_strided_scatter,
-    );
+    )
+    .complex();
     reg.ops(&["slice_backward", "slice_backward.out"], slice_backward)
         .complex();
     reg.ops(&["select_backward", "select_backward.out"], select_backward)
@@ -577,6 +584,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["diagonal_backward", "diagonal_backward.out"],
         diagonal_backward,
-    );
-    reg.ops(&["unfold_backward", "unfold_backward.out"], unfold_backward);
+    )
+    .complex();
+    reg.ops(&["unfold_backward", "unfold_backward.out"], unfold_backward)
+        .complex();
 }

@@ -145,6 +145,15 @@ def test_equality_and_indexing(dtype):
         check(lambda a, m: a.clone().index_put_((m,), torch.tensor(0, dtype=dtype)), c, mask)
         check(lambda a, m: a.clone().index_put_((torch.tensor([1, 1]),), a[:2], accumulate=True), c, mask)
         check(lambda a, b: torch.equal(a, b), c, c.clone())
+        e = c.clone()
+        e[1, 1] = complex(float("inf"), 1.0)
+        e[2, 2] = complex(1.0, float("-inf"))
+        e[3, 3] = complex(0.0, float("nan"))
+        check(lambda a: (a.isnan(), a.isinf(), a.isfinite(), a.abs()), e)
+        check(lambda a, b: torch.isclose(a, b, equal_nan=True), e, e + 1e-7)
+        torch.testing.assert_close(e.to("tpu"), e.to("tpu"), equal_nan=True)
+        with pytest.raises(RuntimeError, match="In-place abs is not supported for complex"):
+            e.to("tpu").abs_()
     # Complex host numbers are not lowered: the call runs on the CPU, it is not refused
     # with a TypeError (which Python's `==` would turn into a silent `False`).
     check(lambda a: (a == 3j, a != 3j, torch.eq(a, torch.tensor(3j))), d)

@@ -36,8 +36,8 @@ impl Builder {
         self.emit1("stablehlo.real", &[x], "", ty)
     }
 
-    /// The modulus `|x|` of a complex tensor, of its parts' real type.
-    pub fn modulus(&mut self, x: &Value) -> Value {
+    /// `|x|` of a complex tensor, in its parts' real type.
+    pub fn magnitude(&mut self, x: &Value) -> Value {
         let ty = x.ty.with_dtype(x.dtype().real_part());
         self.emit1("stablehlo.abs", &[x], "", ty)
     }

@@ -4,7 +4,7 @@
 //! transforms divide by `n`, so the scale torch's `normalization` asks for is applied
 //! against that.
 
-use tpurs_hlo::{Builder, DType, FftKind, Literal, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, FftKind, Literal, Value};
 
 use super::{one, operands, wrap_dim};
 use crate::ctx::{Ctx, Out};
@@ -172,6 +172,24 @@ fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let part = d.to_complex().real_part();
     let (re, im) = (b.convert(&re, part), b.convert(&im, part));
     one(b.complex(&re, &im)?)
+}
+
+/// `|x|` of a complex tensor as CPU's `hypot(re, im)`: infinite when a part is infinite,
+/// else NaN when a part is NaN (XLA's own abs gives 0 for `nan * 1j`).
+pub(super) fn magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
+    let r = b.magnitude(x);
+    let (re, im) = (b.real(x), b.imag(x));
+    let re_nan = b.compare(CompareDir::Ne, &re, &re)?;
+    let im_nan = b.compare(CompareDir::Ne, &im, &im)?;
+    let nan = b.or(&re_nan, &im_nan)?;
+    let (are, aim) = (b.abs(&re), b.abs(&im));
+    let inf = b.full_like(&r, Literal::Float(f64::INFINITY));
+    let re_inf = b.compare(CompareDir::Eq, &are, &inf)?;
+    let im_inf = b.compare(CompareDir::Eq, &aim, &inf)?;
+    let infinite = b.or(&re_inf, &im_inf)?;
+    let nan_v = b.full_like(&r, Literal::Float(f64::NAN));
+    let r = b.select(&nan, &nan_v, &r)?;
+    Ok(b.select(&infinite, &inf, &r)?)
 }
 
 fn broadcast_pair(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value)> {

@@ -6,7 +6,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{cast, opmath};
-use crate::error::Result;
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// Expands `"exp"` into its functional, in-place and `out=` names.
@@ -253,6 +253,11 @@ fn fmax_fmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 same_unary! {
+    abs_value => |b, x| Ok(match x.dtype() {
+        DType::Bool => x.clone(),
+        d if d.is_complex() => super::complex::magnitude(b, x)?,
+        _ => b.abs(x),
+    }),
     neg => |b, x| Ok(b.neg(x)),
     sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
     floor => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
@@ -264,20 +269,12 @@ same_unary! {
     relu => |b, x| { let z = full(b, x, 0.0); Ok(b.max(x, &z)?) },
 }
 
-/// `abs(self)`; a complex tensor's modulus is real, so it cannot be taken in place.
+/// `abs`; a complex tensor's magnitude is real, so CPU refuses it in place.
 fn abs(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let x = ctx.tensor(0)?;
-    if x.dtype().is_complex() {
-        if ctx.name == "abs_" {
-            return crate::error::runtime("In-place abs is not supported for complex tensors.");
-        }
-        return one(ctx.b.modulus(&x));
+    if ctx.name == "abs_" && ctx.ty(0)?.dtype.is_complex() {
+        return runtime("In-place abs is not supported for complex tensors.");
     }
-    one(if x.dtype() == DType::Bool {
-        x
-    } else {
-        ctx.b.abs(&x)
-    })
+    abs_value(ctx)
 }
 
 /// `round(self, *, decimals)`: `nearbyint(x * 10^d) / 10^d` (`x / 10^-d` first for negative

@@ -51,6 +51,8 @@ def test_nn_ops_keep_channels_last():
         same_layout(lambda t: torch.nn.functional.avg_pool2d(t, 2), x)
         same_layout(lambda t: torch.nn.functional.adaptive_avg_pool2d(t, 3), x)
         same_layout(lambda t: torch.nn.functional.batch_norm(t, None, None, training=True), x)
+        same_layout(lambda t: torch.nn.functional.interpolate(t, scale_factor=2), x)
+        same_layout(lambda t: torch.nn.functional.interpolate(t, scale_factor=2, mode="bilinear"), x)
         # A contiguous input stays contiguous.
         same_layout(lambda t, k: torch.nn.functional.conv2d(t, k), x.contiguous(), w)
 

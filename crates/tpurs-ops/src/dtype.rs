@@ -78,6 +78,33 @@ pub fn torch_name(dtype: DType) -> &'static str {
     }
 }
 
+/// The C++ type name PyTorch prints for a dtype in some errors (matmul, `uniform_` bounds).
+pub fn cpp_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::BF16 => "c10::BFloat16",
+        DType::F16 => "c10::Half",
+        DType::I64 => "long int",
+        DType::I32 => "int",
+        DType::I16 => "short int",
+        DType::I8 => "signed char",
+        DType::U8 => "unsigned char",
+        DType::Bool => "bool",
+        _ => "unknown",
+    }
+}
+
+/// The largest finite value of a float dtype.
+pub fn finfo_max(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 65504.0,
+        DType::BF16 => 3.3895313892515355e38,
+        DType::F32 => f32::MAX as f64,
+        _ => f64::MAX,
+    }
+}
+
 fn category(d: DType) -> u8 {
     if d == DType::Bool {
         0

@@ -140,7 +140,7 @@ struct Packer {
   std::deque<std::string> strs;
   std::vector<TpursWrite> writes;
   std::vector<int32_t> returns;
-  std::vector<at::Tensor> moved;  // CPU index tensors copied to the device for this call
+  std::vector<at::Tensor> moved;  // CPU tensors copied to the device for this call
   size_t nlists = 0, nints = 0, nfloats = 0, nbools = 0, nstrs = 0;
   int32_t device = -1;
 
@@ -151,6 +151,11 @@ struct Packer {
     returns.clear();
     nlists = nints = nfloats = nbools = nstrs = 0;
     device = -1;
+  }
+  // A CPU tensor copied to this call's device, kept alive until the call ends.
+  const at::Tensor& move_to_device(const at::Tensor& t) {
+    moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(device, 0))));
+    return moved.back();
   }
   template <typename T>
   std::vector<T>& next(std::deque<std::vector<T>>& pool, size_t& n) {
@@ -243,8 +248,7 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
   // numbers) go over as 0-d device tensors, which promote the same way, unless they are
   // wrapped Python numbers (those promote differently: the CPU takes such calls).
   if (t.device().is_cpu() && t.dim() == 0 && t.is_complex() && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
-    p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
-    return tensor_arg(p.moved.back());
+    return tensor_arg(p.move_to_device(t));
   }
   if (t.device().is_cpu() && t.dim() == 0) {
     a.kind = TPURS_SCALAR;
@@ -270,8 +274,7 @@ TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (hint == ArgHint::MovableIndex && t.defined() && t.device().is_cpu() && t.dim() > 0) {
-      p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
-      return pack_tensor(p.moved.back(), p);
+      return pack_tensor(p.move_to_device(t), p);
     }
     return pack_tensor(t, p);
   }
@@ -347,8 +350,7 @@ TpursArg pack(const c10::IValue& v, ArgHint hint, Packer& p) {
       if (item.isTensor()) {
         const at::Tensor& t = item.toTensor();
         if (index_list && t.defined() && t.device().is_cpu() && t.dim() > 0) {
-          p.moved.push_back(t.to(c10::Device(c10::DeviceType::PrivateUse1, std::max<int32_t>(p.device, 0))));
-          l.push_back(pack_tensor(p.moved.back(), p));
+          l.push_back(pack_tensor(p.move_to_device(t), p));
           continue;
         }
         l.push_back(pack_tensor(t, p));

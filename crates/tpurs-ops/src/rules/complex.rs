@@ -178,18 +178,23 @@ fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// else NaN when a part is NaN (XLA's own abs gives 0 for `nan * 1j`).
 pub(super) fn magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
     let r = b.magnitude(x);
-    let (re, im) = (b.real(x), b.imag(x));
-    let re_nan = b.compare(CompareDir::Ne, &re, &re)?;
-    let im_nan = b.compare(CompareDir::Ne, &im, &im)?;
-    let nan = b.or(&re_nan, &im_nan)?;
-    let (are, aim) = (b.abs(&re), b.abs(&im));
-    let inf = b.full_like(&r, Literal::Float(f64::INFINITY));
-    let re_inf = b.compare(CompareDir::Eq, &are, &inf)?;
-    let im_inf = b.compare(CompareDir::Eq, &aim, &inf)?;
-    let infinite = b.or(&re_inf, &im_inf)?;
+    // A complex value with a NaN part differs from itself (what `isnan` reads too).
+    let nan = b.compare(CompareDir::Ne, x, x)?;
+    let infinite = part_infinite(b, x)?;
     let nan_v = b.full_like(&r, Literal::Float(f64::NAN));
+    let inf = b.full_like(&r, Literal::Float(f64::INFINITY));
     let r = b.select(&nan, &nan_v, &r)?;
     Ok(b.select(&infinite, &inf, &r)?)
+}
+
+/// Whether either part of each complex element is infinite (CPU's `isinf` for complex).
+pub(super) fn part_infinite(b: &mut Builder, x: &Value) -> Result<Value> {
+    let (re, im) = (b.real(x), b.imag(x));
+    let (re, im) = (b.abs(&re), b.abs(&im));
+    let inf = b.full_like(&re, Literal::Float(f64::INFINITY));
+    let re_inf = b.compare(CompareDir::Eq, &re, &inf)?;
+    let im_inf = b.compare(CompareDir::Eq, &im, &inf)?;
+    Ok(b.or(&re_inf, &im_inf)?)
 }
 
 fn broadcast_pair(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value)> {

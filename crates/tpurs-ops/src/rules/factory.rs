@@ -251,11 +251,7 @@ fn isnan(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn isinf(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     if x.dtype().is_complex() {
-        let (re, im) = (ctx.b.real(&x), ctx.b.imag(&x));
-        let (re, im) = (ctx.b.abs(&re), ctx.b.abs(&im));
-        let re_inf = test_value(&mut ctx.b, &re, CompareDir::Eq, f64::INFINITY)?;
-        let im_inf = test_value(&mut ctx.b, &im, CompareDir::Eq, f64::INFINITY)?;
-        return one(ctx.b.or(&re_inf, &im_inf)?);
+        return one(super::complex::part_infinite(&mut ctx.b, &x)?);
     }
     let a = if x.dtype().is_float() {
         ctx.b.abs(&x)
@@ -282,16 +278,6 @@ fn isneginf(ctx: &mut Ctx) -> Result<Vec<Out>> {
     )?)
 }
 
-/// The largest finite value of a float dtype.
-fn finfo_max(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 65504.0,
-        DType::BF16 => 3.3895313892515355e38,
-        DType::F32 => f32::MAX as f64,
-        _ => f64::MAX,
-    }
-}
-
 /// `nan_to_num(self, nan, posinf, neginf)`: replaces NaN and infinities (defaults: 0 and the
 /// dtype's finite extremes); integer tensors are returned unchanged.
 fn nan_to_num(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -301,8 +287,8 @@ fn nan_to_num(ctx: &mut Ctx) -> Result<Vec<Out>> {
         return one(x);
     }
     let nan = ctx.opt_float(1)?.unwrap_or(0.0);
-    let pos = ctx.opt_float(2)?.unwrap_or(finfo_max(dtype));
-    let neg = ctx.opt_float(3)?.unwrap_or(-finfo_max(dtype));
+    let pos = ctx.opt_float(2)?.unwrap_or(crate::dtype::finfo_max(dtype));
+    let neg = ctx.opt_float(3)?.unwrap_or(-crate::dtype::finfo_max(dtype));
     let b = &mut ctx.b;
     let is_nan = b.compare(CompareDir::Ne, &x, &x)?;
     let is_pos = test_value(b, &x, CompareDir::Eq, f64::INFINITY)?;

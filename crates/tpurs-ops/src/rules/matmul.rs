@@ -10,23 +10,6 @@ use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
-/// The C++ type name PyTorch prints for a dtype in matmul dtype errors.
-fn cpp_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::BF16 => "c10::BFloat16",
-        DType::F16 => "c10::Half",
-        DType::I64 => "long int",
-        DType::I32 => "int",
-        DType::I16 => "short int",
-        DType::I8 => "signed char",
-        DType::U8 => "unsigned char",
-        DType::Bool => "bool",
-        _ => "unknown",
-    }
-}
-
 /// Fails like CPU PyTorch for dtypes its matmul kernels lack (bool) or mismatched operands.
 fn check_dtypes(ctx: &Ctx, idxs: &[usize], kernel: &str) -> Result<DType> {
     let d0 = ctx.ty(idxs[0])?.dtype;
@@ -35,8 +18,8 @@ fn check_dtypes(ctx: &Ctx, idxs: &[usize], kernel: &str) -> Result<DType> {
         if d != d0 {
             return runtime(format!(
                 "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                cpp_name(d0),
-                cpp_name(d)
+                crate::dtype::cpp_name(d0),
+                crate::dtype::cpp_name(d)
             ));
         }
     }

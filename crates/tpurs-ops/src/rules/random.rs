@@ -109,26 +109,6 @@ fn complex_draw(
     Ok(b.complex(&parts[0], &parts[1])?)
 }
 
-/// The C++ type name PyTorch prints for a float dtype's element type.
-fn cpp_name(dtype: DType) -> &'static str {
-    match dtype.real_part() {
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        _ => "double",
-    }
-}
-
-/// The largest finite value of a float dtype.
-fn finite_max(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 65504.0,
-        DType::BF16 => 3.389_531_389_251_535e38,
-        DType::F32 => f32::MAX as f64,
-        _ => f64::MAX,
-    }
-}
-
 /// `uniform_(self, from, to)`.
 fn uniform(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
@@ -136,12 +116,12 @@ fn uniform(ctx: &mut Ctx) -> Result<Vec<Out>> {
         need_float("check_uniform_bounds", ty.dtype)?;
     }
     let (from, to) = (ctx.float(1)?, ctx.float(2)?);
-    let max = finite_max(ty.dtype.real_part());
+    let max = crate::dtype::finfo_max(ty.dtype.real_part());
     for (name, v) in [("from", from), ("to", to)] {
         if !(-max..=max).contains(&v) {
             return runtime(format!(
                 "{name} is out of bounds for {}",
-                cpp_name(ty.dtype)
+                crate::dtype::cpp_name(ty.dtype.real_part())
             ));
         }
     }

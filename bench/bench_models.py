@@ -4,10 +4,11 @@ of Hugging Face Llama (`examples/llama`: 4 layers, hidden 128, grouped-query att
 parameters; batch 16 x 64 tokens, AdamW), torchvision ResNet-18 (`examples/resnet`: batch 32,
 32x32 synthetic images, SGD), the DLRM of `examples/dlrm` (batch 256, four EmbeddingBag
 tables, Adagrad) and Diffusers' UNet2DModel of `examples/unet` (batch 16, 32x32, AdamW); and
-Llama's static-cache greedy decode (ms per token, from the difference of a 1-token and a
-40-token generation, medians of 3 after warm-up). Ratios are value / CPU eager (below 1:
-tpurs is faster).
-Run: `.venv/bin/python bench/bench_models.py [--md] [--only llama|resnet|dlrm|unet]`.
+static-cache greedy decode (ms per token, from the difference of a 1-token and a 40-token
+generation, medians of 3 after warm-up) of Llama and of `examples/qwen`'s Qwen3 and Qwen3-MoE
+(32-token prompt, 32 new tokens; the MoE experts as grouped matmuls). Ratios are value / CPU
+eager (below 1: tpurs is faster).
+Run: `.venv/bin/python bench/bench_models.py [--md] [--only llama|resnet|dlrm|unet|qwen]`.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ sys.path.insert(0, os.path.join(EXAMPLES, "mingpt"))
 from data import CharDataset, make_text  # noqa: E402
 
 
-def example(name: str):
-    """`examples/<name>/train.py` as a module (each example's script is named train.py)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, name, "train.py"))
+def example(name: str, script: str = "train.py"):
+    """`examples/<name>/<script>` as a module."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, name, script))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 llama, resnet, dlrm, unet = example("llama"), example("resnet"), example("dlrm"), example("unet")
+qwen = example("qwen", "generate.py")
 BLOCK = 64
 
 
@@ -120,6 +122,12 @@ def decode_ms(device: str, compiled: bool) -> float:
     return llama.generate(model, data, device, 40, sample=False, compile=compiled)[2]
 
 
+def qwen_decode_ms(kind: str, device: str, compiled: bool) -> float:
+    model = qwen.build(kind).to(device)
+    prompt = torch.randint(2, 512, (1, 32), generator=torch.Generator().manual_seed(0))
+    return qwen.generate(model, prompt.to(device), 32, compiled)[2]
+
+
 STEPS = {
     "llama": ("Llama train step (ms)", llama_step),
     "resnet": ("ResNet-18 train step (ms)", resnet_step),
@@ -146,13 +154,17 @@ def bench(only: str | None) -> list[tuple[str, str, float]]:
         if only in (None, "llama"):
             torch._dynamo.reset()
             rows.append(("Llama static-cache decode (ms/token)", label, decode_ms(device, compiled)))
+        if only in (None, "qwen"):
+            for kind, name in (("qwen3", "Qwen3"), ("qwen3_moe", "Qwen3-MoE")):
+                torch._dynamo.reset()
+                rows.append((f"{name} static-cache decode (ms/token)", label, qwen_decode_ms(kind, device, compiled)))
     return sorted(rows, key=lambda r: r[0])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--md", action="store_true", help="print a Markdown table")
-    parser.add_argument("--only", choices=sorted(STEPS), help="one model's rows")
+    parser.add_argument("--only", choices=sorted([*STEPS, "qwen"]), help="one model's rows")
     args = parser.parse_args()
     rows = bench(args.only)
     cpu_eager = {name: value for name, where, value in rows if where == "CPU eager"}

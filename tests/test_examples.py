@@ -1,5 +1,6 @@
 """The ResNet, DLRM and UNet examples train on the device as on CPU PyTorch: the same losses and
-parameters after a few steps, with no CPU fallback (ResNet and UNet in float64, ResNet in channels_last too)."""
+parameters after a few steps, with no CPU fallback (ResNet and UNet in float64, ResNet in channels_last too);
+the Qwen example's two models generate CPU's greedy tokens."""
 
 import copy
 import importlib.util
@@ -12,8 +13,8 @@ from helpers import no_fallback
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / name / "train.py")
+def load(name, script="train.py"):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / name / script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -107,3 +108,17 @@ def test_unet_denoiser_matches_cpu():
     # full-size steps on either device.
     opt = lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)  # noqa: E731
     assert_parity(Denoiser(model), opt, batches, torch.nn.functional.mse_loss, 1e-8)
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "qwen3_moe"])
+def test_qwen_generation_matches_cpu(kind):
+    pytest.importorskip("transformers")
+    example = load("qwen", "generate.py")
+    cpu = example.build(kind)
+    prompt = torch.randint(2, 512, (1, 8), generator=torch.Generator().manual_seed(0))
+    with no_fallback():
+        tokens, prefill, decode = example.generate(copy.deepcopy(cpu).to("tpu"), prompt.to("tpu"), 5, compile=False)
+    with torch.no_grad():
+        expected = cpu.generate(prompt, max_new_tokens=5, do_sample=False, pad_token_id=0)
+    assert torch.equal(tokens, expected)
+    assert prefill > 0 and decode > 0

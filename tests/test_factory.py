@@ -57,6 +57,22 @@ def test_arange_out_and_large():
     assert_same(big, torch.arange(100000))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8])
+def test_range_includes_the_end(dtype):
+    # torch.range is deprecated (it warns) but still served: arange with the end included.
+    with no_fallback(), pytest.warns(UserWarning, match="deprecated"):
+        same_on_both(lambda d: torch.range(1, 10, 3, dtype=dtype, device=d))
+        same_on_both(lambda d: torch.range(2, 9, dtype=dtype, device=d))
+        same_on_both(lambda d: torch.range(9, 2, -2, dtype=dtype, device=d))
+        if dtype.is_floating_point:
+            same_on_both(lambda d: torch.range(0, 1, 0.1, dtype=dtype, device=d))
+        out = torch.empty(2, 4, dtype=dtype, device="tpu")
+        torch.range(0, 7, out=out)  # the element count fits: filled in its own shape
+    assert_same(out, torch.range(0, 7, dtype=dtype).view(2, 4))
+    with pytest.raises(RuntimeError, match="inconsistent with step sign"), pytest.warns(UserWarning):
+        torch.range(0, 5, -1, device="tpu")
+
+
 def test_arange_errors():
     with pytest.raises(RuntimeError, match="step must be nonzero"):
         torch.arange(0, 5, 0, device="tpu")

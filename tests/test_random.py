@@ -84,6 +84,15 @@ def test_random_errors():
         torch.empty(3, dtype=torch.uint8, device="tpu").random_(0, 300)
     with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
         torch.empty(3, device="tpu").bernoulli_(1.5)
+    # A std tensor is checked element by element on the device, raised at the next read.
+    for std in ([1.0, -1.0, 2.0], [1.0, float("nan")]):
+        with no_fallback():
+            drawn = torch.normal(torch.zeros(len(std), device="tpu"), torch.tensor(std, device="tpu"))
+        with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+            drawn.cpu()
+    with no_fallback():
+        fine = torch.normal(0.0, torch.tensor([1.0, 0.0], device="tpu")).cpu()
+    assert fine[1] == 0.0
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES)
@@ -265,6 +274,16 @@ def test_multinomial_is_reproducible_and_checks_its_input():
     empty = torch.multinomial(torch.zeros(2, 3, device="tpu"), 1)
     with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
         empty.cpu()
+
+
+def test_random_float_range_warns_like_cpu():
+    # Bounds past the integers a float type holds exactly warn (CPU's wording), once per call.
+    for device in ("cpu", "tpu"):
+        t = torch.empty(3, device=device)
+        with no_fallback(), pytest.warns(UserWarning, match=r"from is out of bounds \[-\(2\^24\), 2\^24\]"):
+            t.random_(-(2**25), 0)
+        with no_fallback(), pytest.warns(UserWarning, match=r"to - 1 is out of bounds \[-\(2\^53\), 2\^53\]"):
+            t.double().random_(0, 2**54)
 
 
 def test_uniform_bounds_errors_match_cpu():

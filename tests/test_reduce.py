@@ -325,6 +325,15 @@ def test_all_any_out_empty_0d():
         check(lambda t: torch.any(t, 1), torch.zeros(2, 0))
         check(torch.all, torch.tensor(0.0))
         check(lambda t: torch.any(t, 0), torch.tensor(2))
+        # A uint8 result is allowed, as on CPU; other result dtypes raise.
+        check(lambda t: torch.all(t, 1, out=torch.empty(0, dtype=torch.uint8, device=t.device)), x.short())
+    for device in ("cpu", "tpu"):
+        for op, name in ((torch.all, "all"), (torch.any, "any")):
+            with (
+                no_fallback(),
+                pytest.raises(RuntimeError, match=f"{name} only supports bool tensor for result, got: Short"),
+            ):
+                op(x.short().to(device), 1, out=torch.empty(0, dtype=torch.int16, device=device))
 
 
 # ---------------------------------------------------------------- softmax
@@ -485,3 +494,15 @@ def test_logcumsumexp_is_stable_for_any_spread():
             check(lambda t: torch.logcumsumexp(t, dim), x)
         check(lambda t: torch.logcumsumexp(t, 1), torch.randn(4, 300) * 50, atol=1e-4, rtol=1e-5)
         check(lambda t: torch.logcumsumexp(t, 0), torch.tensor(2.0))
+
+
+def test_reductions_over_more_than_64_dims_raise_like_cpu():
+    # CPU PyTorch marks the reduced dims in a 64-bit mask: an explicit dim of a 65-d tensor
+    # raises; a full reduction and scans do not.
+    for device in ("cpu", "tpu"):
+        t = torch.ones([1] * 65, device=device)
+        for op in (torch.sum, torch.prod, torch.amax, torch.argmax, torch.logsumexp, torch.var, torch.all):
+            with no_fallback(), pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+                op(t, 0)
+        with no_fallback():
+            assert t.sum().item() == 1 and torch.cumsum(t, 0).shape == t.shape

@@ -196,6 +196,31 @@ def test_inplace_on_views_updates_base():
         check(f, x)
 
 
+def test_view_offsets_do_not_make_new_programs():
+    # A view's storage offset is a program argument: reading or writing at 2,000 distinct
+    # offsets reuses a handful of programs instead of compiling one per offset.
+    cpu = torch.randn(2000)
+    x = cpu.to("tpu")
+    cols = torch.randn(40, 50)
+    y = cols.to("tpu")
+    with no_fallback():
+        x[1].item(), (y[:, 1] * 2).sum().item(), y[1:3].sum().item()  # warm up
+        before = torch.tpu.metrics()["compile_cache_misses"]
+        reads = [x[i].item() for i in range(2000)]
+        col_sums = [(y[:, k] * 2).sum().item() for k in range(1, 50)]
+        row_sums = [y[k : k + 3].sum().item() for k in range(1, 37)]
+        y[:, 7].add_(1)
+        y[3, 4:9] = 5.0
+        compiled = torch.tpu.metrics()["compile_cache_misses"] - before
+    assert reads == cpu.tolist()
+    torch.testing.assert_close(torch.tensor(col_sums), (cols[:, 1:] * 2).sum(0))
+    torch.testing.assert_close(torch.tensor(row_sums), torch.stack([cols[k : k + 3].sum() for k in range(1, 37)]))
+    cols[:, 7].add_(1)
+    cols[3, 4:9] = 5.0
+    torch.testing.assert_close(y.cpu(), cols)
+    assert compiled <= 10, f"{compiled} programs built for views at distinct offsets"
+
+
 def test_repeat_interleave_with_tensor_repeats_matches_cpu():
     x = torch.arange(6.0).view(2, 3)
     with no_fallback():

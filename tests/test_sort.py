@@ -69,6 +69,11 @@ def test_kthvalue(keepdim):
         for k in (1, 3, 8):
             check(lambda t: torch.kthvalue(t, k, dim=1, keepdim=keepdim), x)
         check(lambda t: torch.kthvalue(t, 2, dim=0, keepdim=keepdim), x)
+        # An empty input: empty results along a nonempty dim, CPU's IndexError along an empty one.
+        check(lambda t: torch.kthvalue(t, 1, dim=2, keepdim=keepdim), torch.randn(2, 0, 4))
+    for device in ("cpu", "tpu"):
+        with pytest.raises(IndexError, match="kthvalue\\(\\): Expected reduction dim 1 to have non-zero size"):
+            torch.kthvalue(torch.randn(2, 0, 4, device=device), 1, dim=1)
 
 
 @pytest.mark.parametrize("op", [torch.median, torch.nanmedian])
@@ -174,6 +179,13 @@ def test_mode_matches_cpu():
                 check(lambda t: tuple(torch.mode(t, dim, keepdim)), x)
     with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"):
         torch.mode(torch.zeros(2, 0, device="tpu"), 1)
+    # The out= form, with CPU's dtype checks.
+    with no_fallback():
+        check(lambda t: tuple(torch.mode(t, 1, out=(t.new_empty(0), t.new_empty(0, dtype=torch.long)))), x)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="expected scalar type 'Long' but got 'Float' for values output"):
+            t = x.to(device)
+            torch.mode(t, 1, out=(t.new_empty(0, dtype=torch.float), t.new_empty(0, dtype=torch.long)))
 
 
 def test_old_unique_and_index_fill_backward():

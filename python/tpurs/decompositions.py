@@ -39,8 +39,21 @@ DECOMPOSED = (
 _lib: torch.library.Library | None = None
 
 
+def _heaviside_checks(x: torch.Tensor, values: torch.Tensor) -> None:
+    if x.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+# CPU's argument checks that torch's decompositions leave out.
+CHECKS = {"heaviside.default": _heaviside_checks}
+
+
 def _kernel(op: torch._ops.OpOverload, decomposition):
+    check = CHECKS.get(str(op).removeprefix("aten."))
+
     def run(*args, **kwargs):
+        if check is not None:
+            check(*args, **kwargs)
         out = decomposition(*args, **kwargs)
         if out is NotImplemented:
             raise NotImplementedError(f"tpurs: torch's decomposition of {op} does not cover these arguments")

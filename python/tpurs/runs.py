@@ -9,6 +9,8 @@ each run of equal values starts, the run of each element.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 _lib: torch.library.Library | None = None
@@ -124,6 +126,45 @@ def mode(x: torch.Tensor, dim: int = -1, keepdim: bool = False) -> tuple[torch.T
     return values.squeeze(-1), indices.squeeze(-1)
 
 
+def mode_out(
+    x: torch.Tensor, dim: int = -1, keepdim: bool = False, *, values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`aten::mode.values`: `mode` written into `out=` tensors, with CPU's checks."""
+    for out, dtype, name in ((values, x.dtype, "values"), (indices, torch.long, "indices")):
+        if out.dtype != dtype:
+            raise RuntimeError(
+                f"expected scalar type '{_NAMES[dtype]}' but got '{_NAMES.get(out.dtype, out.dtype)}' for {name} output"
+            )
+    v, i = mode(x, dim, keepdim)
+    for out, result in ((values, v), (indices, i)):
+        if out.shape != result.shape:
+            if out.numel() != 0:
+                warnings.warn(
+                    f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
+                    f"does not match the required output shape {list(result.shape)}. This behavior is deprecated, "
+                    "and in a future PyTorch release outputs will not be resized unless they have zero elements.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            out.resize_(result.shape)
+        out.copy_(result)
+    return values, indices
+
+
+_NAMES = {
+    torch.uint8: "Byte",
+    torch.int8: "Char",
+    torch.int16: "Short",
+    torch.int32: "Int",
+    torch.int64: "Long",
+    torch.float16: "Half",
+    torch.bfloat16: "BFloat16",
+    torch.float32: "Float",
+    torch.float64: "Double",
+    torch.bool: "Bool",
+}
+
+
 def install() -> None:
     """Registers them as the tpu kernels of their ops (once)."""
     global _lib
@@ -135,3 +176,4 @@ def install() -> None:
     _lib.impl("unique_dim", unique_dim, "PrivateUse1")
     _lib.impl("unique_consecutive", unique_consecutive, "PrivateUse1")
     _lib.impl("mode", mode, "PrivateUse1")
+    _lib.impl("mode.values", mode_out, "PrivateUse1")

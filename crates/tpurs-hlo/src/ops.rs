@@ -73,9 +73,29 @@ macro_rules! binary_ops {
     };
 }
 
+impl Builder {
+    /// `|x|`; an unsigned value is its own magnitude (StableHLO's `abs` refuses unsigned types).
+    pub fn abs(&mut self, x: &Value) -> Value {
+        if x.dtype().is_unsigned() {
+            return x.clone();
+        }
+        self.emit1("stablehlo.abs", &[x], "", x.ty.clone())
+    }
+
+    /// sign (-1, 0, 1); for an unsigned value 0 or 1 (StableHLO's `sign` refuses unsigned types).
+    pub fn sign(&mut self, x: &Value) -> Value {
+        if !x.dtype().is_unsigned() {
+            return self.emit1("stablehlo.sign", &[x], "", x.ty.clone());
+        }
+        let zero = self.full_like(x, Literal::Int(0));
+        let nonzero = self
+            .compare(CompareDir::Ne, x, &zero)
+            .expect("operands of one type");
+        self.convert(&nonzero, x.dtype())
+    }
+}
+
 unary_ops! {
-    /// `|x|`
-    abs => "stablehlo.abs",
     /// `-x`
     neg => "stablehlo.negate",
     /// `e^x`
@@ -108,8 +128,6 @@ unary_ops! {
     ceil => "stablehlo.ceil",
     /// round half to even
     round_even => "stablehlo.round_nearest_even",
-    /// sign (-1, 0, 1)
-    sign => "stablehlo.sign",
     /// logical / bitwise not
     not => "stablehlo.not",
 }

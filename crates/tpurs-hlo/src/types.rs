@@ -183,15 +183,25 @@ pub enum Literal {
     Int(i64),
     /// A float (converted to the constant's type).
     Float(f64),
+    /// A complex number: real and imaginary parts (a real type takes the real part).
+    Complex(f64, f64),
 }
 
 impl Literal {
-    /// The value as f64.
+    /// The value as f64 (a complex number's real part).
     pub fn as_f64(self) -> f64 {
         match self {
             Literal::Bool(b) => b as i64 as f64,
             Literal::Int(i) => i as f64,
-            Literal::Float(x) => x,
+            Literal::Float(x) | Literal::Complex(x, _) => x,
+        }
+    }
+
+    /// The imaginary part (0 for real values).
+    pub fn imag(self) -> f64 {
+        match self {
+            Literal::Complex(_, y) => y,
+            _ => 0.0,
         }
     }
 
@@ -206,16 +216,17 @@ impl Literal {
             DType::F64 => format!("0x{:016X}", self.as_f64().to_bits()),
             DType::F16 => format!("0x{:04X}", half::f16::from_f64(self.as_f64()).to_bits()),
             DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(self.as_f64()).to_bits()),
-            // A real value as a complex element: imaginary part zero.
+            // A real value as a complex element has imaginary part zero.
             DType::C64 | DType::C128 => {
                 let part = dtype.real_part();
-                format!("({}, {})", self.mlir(part), Literal::Float(0.0).mlir(part))
+                let im = Literal::Float(self.imag()).mlir(part);
+                format!("({}, {im})", self.mlir(part))
             }
             _ => {
                 let v = match self {
                     Literal::Bool(b) => b as i64,
                     Literal::Int(i) => i,
-                    Literal::Float(x) => x as i64,
+                    Literal::Float(x) | Literal::Complex(x, _) => x as i64,
                 };
                 wrap_int(v, dtype).to_string()
             }

@@ -378,7 +378,16 @@ impl<'a> Ctx<'a> {
         match self.arg(i) {
             Arg::Float(v) => Ok(*v),
             Arg::Int(v) => Ok(*v as f64),
-            Arg::Scalar(s) => Ok(self.known_scalar(i, s)?.as_f64()),
+            Arg::Scalar(s) => {
+                let v = self.known_scalar(i, s)?;
+                if v.imag() != 0.0 {
+                    return Err(Error::Uncovered(format!(
+                        "{}: a complex number where a real one is read",
+                        self.name
+                    )));
+                }
+                Ok(v.as_f64())
+            }
             _ => Err(self.bad_arg(i, "a float")),
         }
     }
@@ -497,6 +506,20 @@ impl<'a> Ctx<'a> {
             self.checks.push((v, Check { kind, message }));
         }
         Ok(())
+    }
+
+    /// Raises `message` (an exception of `kind`) at the next host wait unless every element
+    /// of the boolean `pred` is true: checked on the device, inside this program.
+    pub fn check_all(&mut self, pred: &Value, kind: CheckKind, message: &str) -> Result<()> {
+        if !checks::enabled() {
+            return Ok(());
+        }
+        let flat = self.b.reshape(pred, &[pred.ty.numel()])?;
+        let all = self.b.constant(Literal::Bool(true), DType::Bool);
+        let ok = self.b.reduce(&flat, &all, &[0], |b, x, y| {
+            b.and(x, y).expect("same types")
+        });
+        self.check_that(&ok, kind, message)
     }
 
     /// Ends the rule: the builder, the values written with [`Ctx::write`], the final

@@ -10,7 +10,7 @@ use crate::ctx::{Arg, Ctx, Inputs, ScalarMeta, TensorArg, WriteTarget};
 use crate::dtype::check_can_cast;
 use crate::error::{runtime, Result};
 use crate::table::{op_entry, OpId};
-use crate::view::{read_view, write_view};
+use crate::view::{read_view, write_view, Start};
 
 /// A device storage referenced by the call: its flat element count and element type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -96,6 +96,9 @@ pub enum ParamSource {
     Storage(usize),
     /// A host number: argument index and list index.
     Scalar(usize, Option<usize>),
+    /// The storage offset (`i64`, 0-d) of a tensor argument: argument index and list index.
+    /// Only nonzero offsets are parameters; a zero offset is part of the cache key.
+    Offset(usize, Option<usize>),
     /// The generator state (`u64[2]`) of the call's device.
     Rng,
 }
@@ -153,6 +156,7 @@ struct EagerInputs<'a> {
     call: &'a OpCall,
     params: Vec<ParamSource>,
     storage_params: Vec<Option<Value>>,
+    offsets: Vec<((usize, Option<usize>), Value)>,
     storage_current: Vec<Option<Value>>,
     replaced: Vec<Option<Value>>,
     provider: Option<&'a mut dyn ParamProvider>,
@@ -164,6 +168,7 @@ impl<'a> EagerInputs<'a> {
             call,
             params: Vec::new(),
             storage_params: vec![None; call.storages.len()],
+            offsets: Vec::new(),
             storage_current: vec![None; call.storages.len()],
             replaced: vec![None; call.writes.len()],
             provider,
@@ -190,6 +195,23 @@ impl<'a> EagerInputs<'a> {
         );
         self.storage_params[slot] = Some(v.clone());
         v
+    }
+
+    /// Where the view of tensor argument `arg` starts: a parameter unless it is zero.
+    fn start(&mut self, b: &mut Builder, arg: usize, item: Option<usize>) -> Result<Start> {
+        if self.view(arg, item)?.offset == 0 {
+            return Ok(Start::Fixed(0));
+        }
+        if let Some((_, v)) = self.offsets.iter().find(|(k, _)| *k == (arg, item)) {
+            return Ok(Start::At(v.clone()));
+        }
+        let v = self.new_param(
+            b,
+            ParamSource::Offset(arg, item),
+            TensorType::scalar(DType::I64),
+        );
+        self.offsets.push(((arg, item), v.clone()));
+        Ok(Start::At(v))
     }
 
     fn view(&self, arg: usize, item: Option<usize>) -> Result<&'a TensorMeta> {
@@ -236,7 +258,8 @@ impl<'a> EagerInputs<'a> {
             (None, true) => None,
             (None, false) => Some(self.storage_param(b, slot)),
         };
-        let updated = write_view(b, current.as_ref(), &value, meta, storage)?;
+        let start = self.start(b, target.arg, target.item)?;
+        let updated = write_view(b, current.as_ref(), &value, (meta, &start), storage)?;
         self.storage_current[slot] = Some(updated);
         Ok(())
     }
@@ -246,7 +269,8 @@ impl Inputs for EagerInputs<'_> {
     fn tensor(&mut self, b: &mut Builder, arg: usize, item: Option<usize>) -> Result<Value> {
         let m = self.view(arg, item)?;
         let flat = self.storage_param(b, m.slot);
-        read_view(b, &flat, m)
+        let start = self.start(b, arg, item)?;
+        read_view(b, &flat, m, &start)
     }
 
     fn scalar(

@@ -124,26 +124,74 @@ pub fn storage_numel_as(storage: &StorageMeta, dtype: DType) -> i64 {
     storage.numel * storage.dtype.byte_size() as i64 / dtype.byte_size() as i64
 }
 
+/// Where a view starts in its storage. Eager calls pass a nonzero offset as a program
+/// parameter, so that reading `x[i]` for every `i` runs one program, not one per `i`;
+/// graphs know their views' offsets when they are built.
+#[derive(Clone, Debug)]
+pub enum Start {
+    /// An offset known when the program is built.
+    Fixed(i64),
+    /// A 0-d i64 value of the program.
+    At(Value),
+}
+
+impl Start {
+    /// The offset as a 0-d i64 value.
+    fn index(&self, b: &mut Builder) -> Value {
+        match self {
+            Start::Fixed(i) => index(b, *i),
+            Start::At(v) => v.clone(),
+        }
+    }
+}
+
 fn index(b: &mut Builder, i: i64) -> Value {
     b.constant(Literal::Int(i), DType::I64)
 }
 
-/// The segment `flat[offset .. offset + len]`, zero-padded past the end of the storage.
-fn segment(b: &mut Builder, flat: &Value, offset: i64, len: i64) -> Result<Value> {
-    let n = flat.shape()[0];
-    let end = (offset + len).min(n);
-    let seg = b.slice(flat, &[offset], &[end], &[1])?;
-    if end - offset == len {
-        return Ok(seg);
+/// One past the last storage element the view touches, counted from its offset.
+fn extent(m: &TensorMeta) -> i64 {
+    1 + m
+        .sizes
+        .iter()
+        .zip(&m.strides)
+        .map(|(&n, &s)| (n - 1) * s)
+        .sum::<i64>()
+}
+
+/// How many zeros past the end of the storage a box of `len` elements read from `start`
+/// may need: exactly, for a fixed offset; for any offset where the view fits, otherwise.
+fn overhang(m: &TensorMeta, start: &Start, total: i64, len: i64) -> i64 {
+    match start {
+        Start::Fixed(offset) => (offset + len - total).max(0),
+        Start::At(_) => (len - extent(m)).max(0),
+    }
+}
+
+/// `flat` with `n` zeros appended.
+fn pad_end(b: &mut Builder, flat: &Value, n: i64) -> Result<Value> {
+    if n == 0 {
+        return Ok(flat.clone());
     }
     let zero = b.constant(Literal::Int(0), flat.dtype());
-    Ok(b.pad(&seg, &zero, &[0], &[len - (end - offset)], &[0])?)
+    Ok(b.pad(flat, &zero, &[0], &[n], &[0])?)
+}
+
+/// The segment `flat[start .. start + len]` (`flat` is long enough).
+fn segment(b: &mut Builder, flat: &Value, start: &Start, len: i64) -> Result<Value> {
+    Ok(match start {
+        Start::Fixed(offset) => b.slice(flat, &[*offset], &[offset + len], &[1])?,
+        Start::At(at) => b.dynamic_slice(flat, std::slice::from_ref(at), &[len]),
+    })
 }
 
 /// Flat element indices of every element of the view, shaped `[numel, 1]`.
-fn view_indices(b: &mut Builder, m: &TensorMeta) -> Result<Value> {
+fn view_indices(b: &mut Builder, m: &TensorMeta, start: &Start) -> Result<Value> {
     let ty = TensorType::new(DType::I64, m.sizes.clone());
-    let mut acc = b.splat(Literal::Int(m.offset), &ty);
+    let mut acc = match start {
+        Start::Fixed(offset) => b.splat(Literal::Int(*offset), &ty),
+        Start::At(at) => b.broadcast_in_dim(at, &m.sizes, &[])?,
+    };
     for d in 0..m.sizes.len() {
         if m.sizes[d] > 1 && m.strides[d] != 0 {
             let iota = b.iota(&ty, d);
@@ -155,19 +203,19 @@ fn view_indices(b: &mut Builder, m: &TensorMeta) -> Result<Value> {
     Ok(b.reshape(&acc, &[m.numel(), 1])?)
 }
 
-/// Reads the view `m` of the flat storage value `flat`.
-pub fn read_view(b: &mut Builder, flat: &Value, m: &TensorMeta) -> Result<Value> {
+/// Reads the view `m`, starting at `start`, of the flat storage value `flat`.
+pub fn read_view(b: &mut Builder, flat: &Value, m: &TensorMeta, start: &Start) -> Result<Value> {
     let numel = m.numel();
     if numel == 0 {
         return Ok(b.splat(Literal::Int(0), &m.ty()));
     }
     let flat = reinterpret(b, flat, m.dtype)?;
     if is_contiguous(&m.sizes, &m.strides) {
-        let seg = b.slice(&flat, &[m.offset], &[m.offset + numel], &[1])?;
+        let seg = segment(b, &flat, start, numel)?;
         return Ok(b.reshape(&seg, &m.sizes)?);
     }
     let Some(dims) = box_dims(m) else {
-        let idx = view_indices(b, m)?;
+        let idx = view_indices(b, m, start)?;
         let g = b.gather(
             &flat,
             &idx,
@@ -183,12 +231,13 @@ pub fn read_view(b: &mut Builder, flat: &Value, m: &TensorMeta) -> Result<Value>
         return Ok(b.reshape(&g, &m.sizes)?);
     };
     let core = if dims.is_empty() {
-        let seg = b.slice(&flat, &[m.offset], &[m.offset + 1], &[1])?;
+        let seg = segment(b, &flat, start, 1)?;
         b.reshape(&seg, &[])?
     } else {
         let (box_shape, prefix) = box_layout(&dims);
         let need = box_shape.iter().product::<i64>();
-        let seg = segment(b, &flat, m.offset, need)?;
+        let padded = pad_end(b, &flat, overhang(m, start, flat.shape()[0], need))?;
+        let seg = segment(b, &padded, start, need)?;
         let boxed = b.reshape(&seg, &box_shape)?;
         let zeros = vec![0; box_shape.len()];
         let ones = vec![1; box_shape.len()];
@@ -221,17 +270,17 @@ fn box_layout(dims: &[(usize, i64, i64)]) -> (Vec<i64>, Vec<i64>) {
     (shape, prefix)
 }
 
-/// Writes `value` (already of the view's shape and dtype) into the view `m` and returns the
-/// new flat storage. `current` is the storage's value, or `None` when the view covers the
-/// whole storage densely.
+/// Writes `value` (already of the view's shape and dtype) into the view `m`, starting at
+/// `start`, and returns the new flat storage. `current` is the storage's value, or `None`
+/// when the view covers the whole storage densely.
 pub fn write_view(
     b: &mut Builder,
     current: Option<&Value>,
     value: &Value,
-    m: &TensorMeta,
+    (m, start): (&TensorMeta, &Start),
     storage: &StorageMeta,
 ) -> Result<Value> {
-    let updated = write_view_as(b, current, value, m, storage)?;
+    let updated = write_view_as(b, current, value, (m, start), storage)?;
     reinterpret(b, &updated, storage.dtype)
 }
 
@@ -240,7 +289,7 @@ fn write_view_as(
     b: &mut Builder,
     current: Option<&Value>,
     value: &Value,
-    m: &TensorMeta,
+    (m, start): (&TensorMeta, &Start),
     storage: &StorageMeta,
 ) -> Result<Value> {
     let numel = m.numel();
@@ -254,13 +303,13 @@ fn write_view_as(
     }
     if is_contiguous(&m.sizes, &m.strides) {
         let flat = b.reshape(value, &[numel])?;
-        let at = index(b, m.offset);
+        let at = start.index(b);
         return Ok(b.dynamic_update_slice(current, &flat, &[at]));
     }
     let broadcast = (0..m.sizes.len()).any(|d| m.sizes[d] > 1 && m.strides[d] == 0);
     let dims = if broadcast { None } else { box_dims(m) };
     let Some(dims) = dims else {
-        let idx = view_indices(b, m)?;
+        let idx = view_indices(b, m, start)?;
         let flat = b.reshape(value, &[numel])?;
         return Ok(b.scatter(
             current,
@@ -289,13 +338,18 @@ fn write_view_as(
     let (box_shape, prefix) = box_layout(&dims);
     let update = b.reshape(&sorted, &prefix)?;
     let need = box_shape.iter().product::<i64>();
-    let avail = (total - m.offset).min(need);
-    let seg = segment(b, current, m.offset, need)?;
+    // The box may reach past the storage's end: update a zero-padded copy and cut it back.
+    let short = overhang(m, start, total, need);
+    let padded = pad_end(b, current, short)?;
+    let seg = segment(b, &padded, start, need)?;
     let boxed = b.reshape(&seg, &box_shape)?;
     let zeros: Vec<Value> = (0..box_shape.len()).map(|_| index(b, 0)).collect();
     let updated = b.dynamic_update_slice(&boxed, &update, &zeros);
     let flat = b.reshape(&updated, &[need])?;
-    let flat = b.slice(&flat, &[0], &[avail], &[1])?;
-    let at = index(b, m.offset);
-    Ok(b.dynamic_update_slice(current, &flat, &[at]))
+    let at = start.index(b);
+    let whole = b.dynamic_update_slice(&padded, &flat, &[at]);
+    if short == 0 {
+        return Ok(whole);
+    }
+    Ok(b.slice(&whole, &[0], &[total], &[1])?)
 }

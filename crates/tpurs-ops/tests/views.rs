@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use tpurs_hlo::{DType, Literal, Precision, TensorType};
 use tpurs_ops::{
-    lookup, lower, Arg, EagerArg, Error, Lowered, OpCall, OutputSpec, ParamSource, ResultSink,
-    ReturnSpec, ScalarMeta, StorageMeta, TensorMeta, WriteTarget,
+    lookup, Arg, EagerArg, Error, Lowered, OpCall, OutputSpec, ParamSource, ResultSink, ReturnSpec,
+    ScalarMeta, StorageMeta, TensorMeta, WriteTarget,
 };
 use tpurs_pjrt::{Client, CompileOptions, ElementType};
 
@@ -108,8 +108,40 @@ fn to_i64(b: &[u8]) -> Vec<i64> {
         .collect()
 }
 
-/// Compiles and runs a lowered call; `input` supplies the host value of each parameter.
-fn run(lowered: &Lowered, input: impl Fn(ParamSource) -> Host) -> Vec<Vec<u8>> {
+/// A lowered call with the storage offsets its views start at (program parameters when
+/// nonzero, supplied by [`run`]).
+struct Program {
+    lowered: Lowered,
+    offsets: Vec<(ParamSource, i64)>,
+}
+
+impl std::ops::Deref for Program {
+    type Target = Lowered;
+    fn deref(&self) -> &Lowered {
+        &self.lowered
+    }
+}
+
+fn lower(call: &OpCall) -> Result<Program, Error> {
+    let lowered = tpurs_ops::lower(call)?;
+    let offsets = lowered
+        .params
+        .iter()
+        .filter_map(|&p| match p {
+            ParamSource::Offset(arg, item) => match call.args[arg].item(item) {
+                Arg::Tensor(m) => Some((p, m.offset)),
+                _ => panic!("offset parameter {p:?} names a non-tensor"),
+            },
+            _ => None,
+        })
+        .collect();
+    Ok(Program { lowered, offsets })
+}
+
+/// Compiles and runs a lowered call; `input` supplies the host value of each parameter
+/// other than view offsets.
+fn run(program: &Program, input: impl Fn(ParamSource) -> Host) -> Vec<Vec<u8>> {
+    let lowered = &program.lowered;
     let c = client();
     let exe = c
         .compile(&lowered.mlir, &CompileOptions::default())
@@ -118,7 +150,10 @@ fn run(lowered: &Lowered, input: impl Fn(ParamSource) -> Host) -> Vec<Vec<u8>> {
         .params
         .iter()
         .map(|&src| {
-            let h = input(src);
+            let h = match program.offsets.iter().find(|(p, _)| *p == src) {
+                Some(&(_, offset)) => i64_host(&[offset], &[]),
+                None => input(src),
+            };
             c.buffer_from_host(&h.bytes, element_type(h.dtype), &h.dims, 0)
                 .unwrap_or_else(|e| panic!("upload {src:?}: {e}"))
         })
@@ -250,7 +285,13 @@ fn clone_reads_views_f32() {
         };
         let call = clone_call(v.meta(DType::F32, 0), storage);
         let lowered = lower(&call).unwrap_or_else(|e| panic!("{}: lower failed: {e}", v.name));
-        assert_eq!(lowered.params, [ParamSource::Storage(0)], "{}", v.name);
+        // A nonzero offset is a parameter, so one program serves every offset.
+        let offset = (v.offset != 0).then_some(ParamSource::Offset(0, None));
+        let expect: Vec<_> = [Some(ParamSource::Storage(0)), offset]
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(lowered.params, expect, "{}", v.name);
         assert_eq!(
             lowered.outputs,
             [OutputSpec::Fresh(TensorType::new(
@@ -740,7 +781,10 @@ fn copy_within_one_storage_reads_the_old_values() {
             precision: Precision::Highest,
         };
         let lowered = lower(&call).unwrap();
-        assert_eq!(lowered.params, [ParamSource::Storage(0)]);
+        assert!(lowered
+            .params
+            .iter()
+            .all(|p| matches!(p, ParamSource::Storage(0) | ParamSource::Offset(..))));
         let out = run(&lowered, |_| f32_host(&data, &[N]));
         let mut expect = data.clone();
         for (d, s) in dst.indices().into_iter().zip(src.indices()) {

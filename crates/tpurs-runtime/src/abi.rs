@@ -21,7 +21,7 @@ use crate::runtime::{RngState, Runtime};
 use crate::storage::Storage;
 
 /// Version of this ABI; the bridge refuses a table of another version.
-pub const API_VERSION: u32 = 2;
+pub const API_VERSION: u32 = 3;
 
 /// Argument kinds of [`TpursArg`].
 pub mod kind {
@@ -75,8 +75,10 @@ pub struct TpursArg {
     pub storage: *const c_void,
     /// Integer / bool value.
     pub i: i64,
-    /// Float value.
+    /// Float value, or a complex number's real part.
     pub f: f64,
+    /// A complex number's imaginary part.
+    pub im: f64,
     /// List items, string bytes.
     pub items: *const c_void,
 }
@@ -395,8 +397,10 @@ pub(crate) struct ScalarRef {
     pub wrapped: bool,
     /// Integer / bool value.
     pub i: i64,
-    /// Float value.
+    /// Float value, or a complex number's real part.
     pub f: f64,
+    /// A complex number's imaginary part.
+    pub im: f64,
 }
 
 /// One op argument, decoded from its [`TpursArg`].
@@ -455,6 +459,7 @@ unsafe fn decode(a: &TpursArg) -> Result<CArg<'_>> {
             wrapped: a.wrapped != 0,
             i: a.i,
             f: a.f,
+            im: a.im,
         }),
         kind::INT => CArg::Int(a.i),
         kind::FLOAT => CArg::Float(a.f),

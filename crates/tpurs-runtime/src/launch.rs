@@ -60,8 +60,8 @@ pub(crate) fn dtype_of(code: i32) -> Result<DType> {
 /// ScalarType codes of the complex dtypes the device stores.
 const COMPLEX_CODES: [i32; 2] = [9, 10];
 
-/// Refuses a complex dtype for an op whose rule does not handle complex values (and always
-/// for host numbers, which reach the runtime without their imaginary part).
+/// Refuses a complex dtype (of a tensor or a host number) for an op whose rule does not
+/// handle complex values.
 fn check_real(code: i32, entry: &OpEntry, complex_ok: bool) -> Result<()> {
     if COMPLEX_CODES.contains(&code) && !complex_ok {
         let name = if code == 9 {
@@ -159,20 +159,22 @@ impl Scratch {
                     t.dtype as u64,
                     slot as u64,
                     t.sizes.len() as u64,
-                    t.offset as u64,
+                    // Nonzero offsets are program parameters (`ParamSource::Offset`).
+                    (t.offset != 0) as u64,
                 ]);
                 self.key.extend(t.sizes.iter().map(|&v| v as u64));
                 self.key.extend(t.strides.iter().map(|&v| v as u64));
             }
             CArg::Scalar(v) => {
-                check_real(v.dtype, entry, false)?;
+                check_real(v.dtype, entry, entry.complex)?;
                 self.key.extend_from_slice(&[
                     kind::SCALAR as u64,
                     v.dtype as u64,
                     v.wrapped as u64,
                 ]);
                 if entry.bake_scalars {
-                    self.key.extend_from_slice(&[v.i as u64, v.f.to_bits()]);
+                    self.key
+                        .extend_from_slice(&[v.i as u64, v.f.to_bits(), v.im.to_bits()]);
                 }
             }
             CArg::Int(i) => self.key.extend_from_slice(&[kind::INT as u64, *i as u64]),
@@ -252,7 +254,9 @@ fn to_arg(a: &CArg, scratch: &mut Scratch) -> Result<EagerArg> {
 }
 
 fn scalar_literal(a: &ScalarRef, dtype: DType) -> Literal {
-    if dtype.is_float() {
+    if dtype.is_complex() {
+        Literal::Complex(a.f, a.im)
+    } else if dtype.is_float() {
         Literal::Float(a.f)
     } else if dtype == DType::Bool {
         Literal::Bool(a.i != 0)
@@ -296,19 +300,25 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
     })
 }
 
+/// Argument `arg` of a call, or item `item` of that list argument.
+fn source_arg<'a, 'b>(
+    args: &'a [CArg<'b>],
+    arg: usize,
+    item: Option<usize>,
+) -> Result<&'a CArg<'b>> {
+    match (item, &args[arg]) {
+        (None, a) => Ok(a),
+        (Some(j), CArg::List(items)) => Ok(&items[j]),
+        _ => invalid(
+            ErrorKind::Runtime,
+            "a parameter names an item of a non-list",
+        ),
+    }
+}
+
 /// The host number a parameter source names.
 fn source_scalar<'a>(args: &'a [CArg], arg: usize, item: Option<usize>) -> Result<&'a ScalarRef> {
-    let a = match (item, &args[arg]) {
-        (None, a) => a,
-        (Some(j), CArg::List(items)) => &items[j],
-        _ => {
-            return invalid(
-                ErrorKind::Runtime,
-                "a scalar parameter names a non-list item",
-            )
-        }
-    };
-    match a {
+    match source_arg(args, arg, item)? {
         CArg::Scalar(v) => Ok(v),
         _ => invalid(
             ErrorKind::Runtime,
@@ -317,15 +327,35 @@ fn source_scalar<'a>(args: &'a [CArg], arg: usize, item: Option<usize>) -> Resul
     }
 }
 
+/// The storage offset of tensor argument `arg` (item `item` of a list) as an `i64` number.
+fn source_offset(args: &[CArg], arg: usize, item: Option<usize>) -> Result<ScalarRef> {
+    match source_arg(args, arg, item)? {
+        CArg::Tensor(t) => Ok(ScalarRef {
+            dtype: LONG,
+            wrapped: false,
+            i: t.offset,
+            f: 0.0,
+            im: 0.0,
+        }),
+        _ => invalid(
+            ErrorKind::Runtime,
+            "an offset parameter names a non-tensor argument",
+        ),
+    }
+}
+
+/// The ScalarType code of `torch.long`.
+const LONG: i32 = 4;
+
 /// The buffer of a 0-d host number, cached by value.
 fn scalar_buffer(rt: &Runtime, a: &ScalarRef, device: usize) -> Result<Arc<Buffer>> {
     let dtype = dtype_of(a.dtype)?;
-    let bits = if dtype.is_float() {
+    let bits = if dtype.is_float() || dtype.is_complex() {
         a.f.to_bits()
     } else {
         a.i as u64
     };
-    let key = (a.dtype, bits, device);
+    let key = (a.dtype, bits, a.im.to_bits(), device);
     let mut cache = rt.scalars.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(b) = cache.get(&key) {
         return Ok(b.clone());
@@ -348,9 +378,14 @@ pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
     let i = match v {
         Literal::Int(i) => i,
         Literal::Bool(b) => b as i64,
-        Literal::Float(x) => x as i64,
+        Literal::Float(x) | Literal::Complex(x, _) => x as i64,
     };
     match dtype {
+        DType::C64 => [f as f32, v.imag() as f32]
+            .iter()
+            .flat_map(|p| p.to_le_bytes())
+            .collect(),
+        DType::C128 => [f, v.imag()].iter().flat_map(|p| p.to_le_bytes()).collect(),
         DType::F32 => (f as f32).to_le_bytes().to_vec(),
         DType::F64 => f.to_le_bytes().to_vec(),
         DType::F16 => half::f16::from_f64(f).to_le_bytes().to_vec(),
@@ -504,6 +539,9 @@ fn gather_params(
             ParamSource::Scalar(arg, item) => {
                 scalar_buffer(rt, source_scalar(call.args, arg, item)?, dev)
             }
+            ParamSource::Offset(arg, item) => {
+                scalar_buffer(rt, &source_offset(call.args, arg, item)?, dev)
+            }
             ParamSource::Rng => rng_buffer(rt, dev),
         })
         .collect()
@@ -540,6 +578,11 @@ fn bind_params(
             ParamSource::Scalar(arg, item) => batch.external(scalar_buffer(
                 rt,
                 source_scalar(call.args, arg, item)?,
+                dev,
+            )?),
+            ParamSource::Offset(arg, item) => batch.external(scalar_buffer(
+                rt,
+                &source_offset(call.args, arg, item)?,
                 dev,
             )?),
             ParamSource::Rng => batch.external(rng_buffer(rt, dev)?),

@@ -38,6 +38,10 @@ pub struct RngState {
     pub offset: u64,
 }
 
+/// A host number's device buffer, by value: ScalarType code, value bits (the real part of a
+/// complex number), imaginary part bits, device.
+pub(crate) type ScalarKey = (i32, u64, u64, usize);
+
 /// A runtime: one PJRT client over its devices, with everything that goes with it (compile
 /// caches, deferred batches, generators, counters, memory statistics). Nothing here is
 /// global: the torch bridge is handed one instance (the default), and a process may hold
@@ -55,7 +59,7 @@ pub struct Runtime {
     next_batch: AtomicU64,
     rng: Vec<Mutex<RngState>>,
     pub(crate) last_output: Vec<Mutex<Option<Arc<Buffer>>>>,
-    pub(crate) scalars: Mutex<FxHashMap<(i32, u64, usize), Arc<Buffer>>>,
+    pub(crate) scalars: Mutex<FxHashMap<ScalarKey, Arc<Buffer>>>,
     batches: Vec<Mutex<Batch>>,
     /// Compile cache tiers 2 and 3.
     pub(crate) programs: ProgramStore,

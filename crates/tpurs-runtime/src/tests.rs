@@ -63,6 +63,7 @@ fn add_in_place(rt: &Runtime, a: &Arc<Storage>, b: &Arc<Storage>) {
         wrapped: true,
         i: 1,
         f: 1.0,
+        im: 0.0,
     };
     let call = CallDesc {
         op: tpurs_ops::lookup("add_.Tensor").expect("add_.Tensor has a rule"),

@@ -41,6 +41,7 @@ struct OpDesc {
   int32_t memory_format_arg = -1;
   bool no_internal_overlap = false;  // written tensors may not repeat an element (CPU's check)
   bool warns_byte_indices = false;    // _index_put_impl_: CPU warns for uint8 masks
+  bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
@@ -100,6 +101,7 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   const bool writes_running_stats = schema.name() == "aten::native_batch_norm";
   // torch's own `index` wrapper warns before reaching a backend; `_index_put_impl_` is ours.
   d.warns_byte_indices = schema.name() == "aten::_index_put_impl_";
+  d.warns_float_random = schema.name() == "aten::random_" && schema.overload_name() == "from";
   // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
   // TensorIterator refuses it); moving the small index costs one copy.
   const bool movable_index = schema.name() == "aten::index_fill" || schema.name() == "aten::index_fill_";
@@ -225,11 +227,38 @@ TpursArg scalar_arg(const c10::Scalar& s) {
     a.dtype = static_cast<int32_t>(at::kLong);
     a.i = s.toLong();
   } else {
-    // Complex host numbers are not lowered: the runtime refuses the call as uncovered, so
-    // it runs on the CPU (a TypeError here would make `t == 1j` silently False).
+    // A complex number: rules that handle complex values take it; for the others the
+    // runtime refuses the call as uncovered and it runs on the CPU.
+    const c10::complex<double> z = s.toComplexDouble();
     a.dtype = static_cast<int32_t>(at::kComplexDouble);
+    a.f = z.real();
+    a.im = z.imag();
   }
   return a;
+}
+
+// CPU's warning for `random_(from, to)` on a float tensor whose bounds lie past the
+// integers its type holds exactly (2^digits).
+void warn_float_random_range(c10::ArrayRef<c10::IValue> args) {
+  const at::ScalarType type = args[0].toTensor().scalar_type();
+  int digits = 0;
+  const char* name = "";
+  switch (type) {
+    case at::kFloat: digits = 24, name = "float"; break;
+    case at::kDouble: digits = 53, name = "double"; break;
+    case at::kHalf: digits = 11, name = "c10::Half"; break;
+    case at::kBFloat16: digits = 8, name = "c10::BFloat16"; break;
+    default: return;
+  }
+  const auto warn_if_out = [&](int64_t v, const char* what) {
+    if (v < -(int64_t{1} << digits) || v > (int64_t{1} << digits)) {
+      TORCH_WARN(what, " is out of bounds [-(2^", digits, "), 2^", digits, "]. Due to precision limitations ", name,
+                 " can support discrete uniform distribution only within this range. This warning will become an "
+                 "error in version 1.7 release, please fix the code in advance");
+    }
+  };
+  warn_if_out(args[1].toInt(), "from");
+  if (!args[2].isNone()) warn_if_out(args[2].toInt() - 1, "to - 1");
 }
 
 [[noreturn]] void device_mismatch(int32_t tpu_device) {
@@ -244,9 +273,8 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
     if (p.device < 0) p.device = t.device().index();
     return tensor_arg(t);
   }
-  // A 0-d CPU tensor is a host number, as on CUDA; complex ones (not lowered as host
-  // numbers) go over as 0-d device tensors, which promote the same way, unless they are
-  // wrapped Python numbers (those promote differently: the CPU takes such calls).
+  // A 0-d CPU tensor is a host number, as on CUDA; complex ones go over as 0-d device
+  // tensors, which promote the same way, unless they are wrapped Python numbers.
   if (t.device().is_cpu() && t.dim() == 0 && t.is_complex() && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
     return tensor_arg(p.move_to_device(t));
   }
@@ -260,7 +288,11 @@ TpursArg pack_tensor(const at::Tensor& t, Packer& p) {
       a.i = t.item<bool>();
     } else if (at::isIntegralType(t.scalar_type(), false)) {
       a.i = t.item<int64_t>();
-    } else if (!at::isComplexType(t.scalar_type())) {  // complex: refused as uncovered
+    } else if (at::isComplexType(t.scalar_type())) {
+      const c10::complex<double> z = t.item<c10::complex<double>>();
+      a.f = z.real();
+      a.im = z.imag();
+    } else {
       TORCH_CHECK_TYPE(false, "tpurs does not support ", t.scalar_type(), " scalars");
     }
     return a;
@@ -479,6 +511,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       }
     }
   }
+  if (d.warns_float_random) warn_float_random_range(args);
   if (rc != TPURS_OK) throw_error(rc);
 
   // out= arguments whose shape changed get the new storage, as resize_ would.

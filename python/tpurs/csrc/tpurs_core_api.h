@@ -3,7 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#define TPURS_API_VERSION 2
+#define TPURS_API_VERSION 3
 
 // A Rust runtime (opaque); calls that need one take the runtime the bridge was started with.
 typedef struct TpursRuntime TpursRuntime;
@@ -43,7 +43,8 @@ typedef struct TpursArg {
   int64_t offset;
   const void* storage;
   int64_t i;
-  double f;
+  double f;   // a float, or a complex number's real part
+  double im;  // a complex number's imaginary part
   const void* items;
 } TpursArg;
 

@@ -483,5 +483,6 @@ pub(crate) fn register(reg: &mut Registry) {
             "rsub.Scalar_out",
         ],
         rsub,
-    );
+    )
+    .complex();
 }

@@ -6,7 +6,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
-use super::reduce::{add_c, arg_extreme, lowest};
+use super::combine::{add_c, lowest};
+use super::reduce::arg_extreme;
 use super::unpool::scatter_into_planes;
 use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Result};

@@ -23,15 +23,6 @@ fn fft_along(b: &mut Builder, x: &Value, dim: usize, kind: FftKind, n: i64) -> R
     Ok(b.transpose(&y, &perm)?)
 }
 
-/// Multiplies by `factor` unless it is 1.
-fn scale(b: &mut Builder, x: Value, factor: f64) -> Result<Value> {
-    if factor == 1.0 {
-        return Ok(x);
-    }
-    let f = b.full_like(&x, Literal::Float(factor));
-    Ok(b.mul(&x, &f)?)
-}
-
 /// torch's `normalization` code (0: none, 1: `1/sqrt(n)`, 2: `1/n`) as a factor, times
 /// `n` for inverse transforms to undo XLA's own `1/n`.
 fn norm_factor(mode: i64, n: i64, inverse: bool) -> Result<f64> {
@@ -87,7 +78,7 @@ fn fft_r2c(ctx: &mut Ctx) -> Result<Vec<Out>> {
         y = fft_along(b, &y, d, FftKind::Fft, shape[d])?;
     }
     let n = dims.iter().map(|&d| shape[d]).product();
-    one(scale(b, y, norm_factor(mode, n, false)?)?)
+    one(scale(b, &y, norm_factor(mode, n, false)?)?)
 }
 
 /// `_fft_c2c(self, dim, normalization, forward)`.
@@ -102,7 +93,7 @@ fn fft_c2c(ctx: &mut Ctx) -> Result<Vec<Out>> {
         y = fft_along(&mut ctx.b, &y, d, kind, shape[d])?;
     }
     let n = dims.iter().map(|&d| shape[d]).product();
-    one(scale(&mut ctx.b, y, norm_factor(mode, n, !forward)?)?)
+    one(scale(&mut ctx.b, &y, norm_factor(mode, n, !forward)?)?)
 }
 
 /// `_fft_c2r(self, dim, normalization, last_dim_size)`: inverse transforms over the listed
@@ -122,7 +113,7 @@ fn fft_c2r(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let y = fft_along(b, &y, last, FftKind::Irfft, last_size)?;
     let n = rest.iter().map(|&d| shape[d]).product::<i64>() * last_size;
-    one(scale(b, y, norm_factor(mode, n, true)?)?)
+    one(scale(b, &y, norm_factor(mode, n, true)?)?)
 }
 
 /// `complex(real, imag)`.
@@ -202,16 +193,53 @@ fn broadcast_pair(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value
     Ok((b.broadcast_to(x, &shape)?, b.broadcast_to(y, &shape)?))
 }
 
-/// `conj_physical`: the conjugate, computed (real tensors are their own conjugate).
+/// `x * c` for a real constant `c`: a complex `x` scales each part, so an infinite part
+/// times `c` does not meet a zero imaginary part (complex `(inf, 0) * (c, 0)` is NaN).
+pub(crate) fn scale(b: &mut Builder, x: &Value, c: f64) -> Result<Value> {
+    if c == 1.0 {
+        return Ok(x.clone());
+    }
+    if !x.dtype().is_complex() {
+        let k = b.full_like(x, Literal::Float(c));
+        return Ok(b.mul(x, &k)?);
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let k = b.full_like(&re, Literal::Float(c));
+    let (re, im) = (b.mul(&re, &k)?, b.mul(&im, &k)?);
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `exp(x)`; for complex `x` with a real part of -inf and an infinite or NaN imaginary
+/// part, 0 as CPU PyTorch gives (XLA gives NaN).
+pub(crate) fn exp_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let e = b.exp(x);
+    if !x.dtype().is_complex() {
+        return Ok(e);
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let ninf = b.full_like(&re, Literal::Float(f64::NEG_INFINITY));
+    let re_ninf = b.compare(CompareDir::Eq, &re, &ninf)?;
+    let im_finite = b.is_finite(&im);
+    let im_bad = b.not(&im_finite);
+    let zero_case = b.and(&re_ninf, &im_bad)?;
+    let zero = b.full_like(&e, Literal::Float(0.0));
+    Ok(b.select(&zero_case, &zero, &e)?)
+}
+
+/// The conjugate of `x` (a real tensor is its own conjugate).
+pub(super) fn conjugate(b: &mut Builder, x: &Value) -> Result<Value> {
+    if !x.dtype().is_complex() {
+        return Ok(x.clone());
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let im = b.neg(&im);
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `conj_physical`: the conjugate, computed.
 fn conj_physical(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
-    if !x.dtype().is_complex() {
-        return one(x);
-    }
-    let b = &mut ctx.b;
-    let (re, im) = (b.real(&x), b.imag(&x));
-    let im = b.neg(&im);
-    one(b.complex(&re, &im)?)
+    one(conjugate(&mut ctx.b, &x)?)
 }
 
 pub(crate) fn register(reg: &mut Registry) {

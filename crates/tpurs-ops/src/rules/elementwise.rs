@@ -3,6 +3,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::complex::{exp_of, scale};
+use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{cast, opmath};
@@ -72,12 +74,12 @@ macro_rules! same_unary {
 }
 
 float_unary! {
-    exp => |b, x| Ok(b.exp(x)),
-    exp2 => |b, x| { let l = full(b, x, std::f64::consts::LN_2); let y = b.mul(x, &l)?; Ok(b.exp(&y)) },
+    exp => exp_of,
+    exp2 => |b, x| { let y = scale(b, x, std::f64::consts::LN_2)?; exp_of(b, &y) },
     expm1 => |b, x| Ok(b.expm1(x)),
     log => |b, x| Ok(b.log(x)),
-    log2 => |b, x| { let l = b.log(x); let c = full(b, x, std::f64::consts::LOG2_E); Ok(b.mul(&l, &c)?) },
-    log10 => |b, x| { let l = b.log(x); let c = full(b, x, std::f64::consts::LOG10_E); Ok(b.mul(&l, &c)?) },
+    log2 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG2_E) },
+    log10 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG10_E) },
     log1p => |b, x| Ok(b.log1p(x)),
     sqrt => |b, x| Ok(b.sqrt(x)),
     rsqrt => |b, x| Ok(b.rsqrt(x)),
@@ -485,7 +487,7 @@ fn div(ctx: &mut Ctx) -> Result<Vec<Out>> {
         _ => String::new(),
     };
     match mode.as_str() {
-        "trunc" => binary(ctx, |b, x, y| {
+        "trunc" => dividing(ctx, |b, x, y| {
             let q = b.div(x, y)?;
             if x.dtype().is_float() {
                 trunc_of(b, &q)
@@ -499,7 +501,7 @@ fn div(ctx: &mut Ctx) -> Result<Vec<Out>> {
                 "div with rounding_mode={mode} on complex values"
             )))
         }
-        "floor" => binary(ctx, floor_div_of),
+        "floor" => dividing(ctx, floor_div_of),
         _ => float_binary(ctx, |b, x, y| Ok(b.div(x, y)?)),
     }
 }
@@ -624,19 +626,22 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(variants!("exp"), exp);
-    reg.ops(variants!("exp2"), exp2);
+    // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
+    // others (sqrt's branch cut, sin/cos/sinh/cosh/expm1/sigmoid/reciprocal at infinities)
+    // fall back to the CPU for complex input.
+    reg.ops(variants!("exp"), exp).complex();
+    reg.ops(variants!("exp2"), exp2).complex();
     reg.ops(variants!("expm1"), expm1);
-    reg.ops(variants!("log"), log);
-    reg.ops(variants!("log2"), log2);
-    reg.ops(variants!("log10"), log10);
+    reg.ops(variants!("log"), log).complex();
+    reg.ops(variants!("log2"), log2).complex();
+    reg.ops(variants!("log10"), log10).complex();
     reg.ops(variants!("log1p"), log1p);
     reg.ops(variants!("sqrt"), sqrt);
     reg.ops(variants!("rsqrt"), rsqrt);
     reg.ops(variants!("sin"), sin);
     reg.ops(variants!("cos"), cos);
-    reg.ops(variants!("tan"), tan);
-    reg.ops(variants!("tanh"), tanh);
+    reg.ops(variants!("tan"), tan).complex();
+    reg.ops(variants!("tanh"), tanh).complex();
     reg.ops(variants!("sinh"), sinh);
     reg.ops(variants!("cosh"), cosh);
     reg.ops(variants!("atan"), atan);
@@ -668,7 +673,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("frac"), frac);
     reg.ops(variants!("bitwise_not"), bitwise_not);
     reg.ops(&["relu", "relu_"], relu);
-    reg.ops(variants!("logical_not"), logical_not);
+    // Logical ops test values against zero, which complex values support.
+    reg.ops(variants!("logical_not"), logical_not).complex();
 
     reg.ops(binary_variants!("add"), add).complex();
     reg.ops(binary_variants!("sub"), sub).complex();
@@ -699,13 +705,13 @@ pub(crate) fn register(reg: &mut Registry) {
             "floor_divide.Scalar",
             "floor_divide_.Scalar",
         ],
-        |ctx| binary(ctx, floor_div_of),
+        |ctx| dividing(ctx, floor_div_of),
     );
     reg.ops(tensor_out_variants!("remainder"), |ctx| {
-        binary(ctx, remainder_of)
+        dividing(ctx, remainder_of)
     });
     reg.ops(tensor_out_variants!("fmod"), |ctx| {
-        binary(ctx, |b, x, y| Ok(b.rem(x, y)?))
+        dividing(ctx, |b, x, y| Ok(b.rem(x, y)?))
     });
     reg.ops(
         &[
@@ -738,9 +744,12 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(tensor_out_variants!("bitwise_xor"), |ctx| {
         binary(ctx, |b, x, y| Ok(b.xor(x, y)?))
     });
-    reg.ops(variants!("logical_and"), |ctx| logical(ctx, Builder::and));
-    reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or));
-    reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor));
+    reg.ops(variants!("logical_and"), |ctx| logical(ctx, Builder::and))
+        .complex();
+    reg.ops(variants!("logical_or"), |ctx| logical(ctx, Builder::or))
+        .complex();
+    reg.ops(variants!("logical_xor"), |ctx| logical(ctx, Builder::xor))
+        .complex();
 
     // Equality is defined for complex values (both parts equal); ordering is not.
     reg.ops(tensor_out_variants!("eq"), eq).complex();
@@ -750,7 +759,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(tensor_out_variants!("gt"), gt);
     reg.ops(tensor_out_variants!("ge"), ge);
 
-    reg.ops(&["where.self", "where.self_out"], where_self);
+    reg.ops(&["where.self", "where.self_out"], where_self)
+        .complex();
     reg.ops(
         &[
             "clamp",

@@ -7,9 +7,9 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
+use super::combine::{add_c, lowest, max_c, min_c};
 use super::index::{select_rows, slices_along};
 use super::one;
-use super::reduce::{add_c, lowest, max_c, min_c};
 use super::search::{search, take};
 use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};

@@ -25,7 +25,7 @@ fn lit_i64(v: Literal) -> i64 {
     match v {
         Literal::Int(i) => i,
         Literal::Bool(b) => b as i64,
-        Literal::Float(x) => x as i64,
+        Literal::Float(x) | Literal::Complex(x, _) => x as i64,
     }
 }
 
@@ -93,6 +93,34 @@ fn arange(ctx: &mut Ctx) -> Result<Vec<Out>> {
     into_out(ctx, out, v)
 }
 
+/// `range.out(start, end, step=1, out)` (deprecated in PyTorch, still served): like
+/// `arange`, but `end` is included.
+fn range(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (start, end) = (ctx.scalar_value(0)?, ctx.scalar_value(1)?);
+    let (step, out) = if ctx.overload() == "out_" {
+        (Literal::Int(1), 2)
+    } else {
+        (ctx.scalar_value(2)?, 3)
+    };
+    let dtype = ctx.ty(out)?.dtype;
+    if dtype == DType::Bool {
+        return Err(not_for("range_cpu", dtype));
+    }
+    // `arange_len`'s checks, then PyTorch's `floor((end - start) / step) + 1` elements.
+    arange_len(start, end, step, dtype)?;
+    let n = if dtype.is_float() {
+        ((end.as_f64() - start.as_f64()) / step.as_f64()).floor() + 1.0
+    } else {
+        let (s, e, st) = (lit_i64(start), lit_i64(end), lit_i64(step));
+        ((e as i128 - s as i128) / st as i128 + 1) as f64
+    };
+    if !(n >= 0.0 && n <= i64::MAX as f64) {
+        return runtime("invalid size, possible overflow?");
+    }
+    let v = sequence(&mut ctx.b, start, step, n as i64, dtype);
+    into_out(ctx, out, v?)
+}
+
 /// `start + step * i` for `i` in `0..arange_len(..)`, in `dtype`.
 pub(crate) fn arange_of(
     b: &mut Builder,
@@ -102,6 +130,11 @@ pub(crate) fn arange_of(
     dtype: DType,
 ) -> Result<Value> {
     let n = arange_len(start, end, step, dtype)?;
+    sequence(b, start, step, n, dtype)
+}
+
+/// `start + step * i` for `i` in `0..n`, computed in `dtype`'s opmath (int64 for integers).
+fn sequence(b: &mut Builder, start: Literal, step: Literal, n: i64, dtype: DType) -> Result<Value> {
     let (w, start, step) = if dtype.is_float() {
         (
             opmath(dtype),
@@ -410,6 +443,9 @@ fn addc(ctx: &mut Ctx, div: bool) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["arange.out", "arange.start_out"], arange)
+        .bake_scalars()
+        .any_cast();
+    reg.ops(&["range.out", "range.out_"], range)
         .bake_scalars()
         .any_cast();
     reg.ops(&["linspace.out"], linspace)

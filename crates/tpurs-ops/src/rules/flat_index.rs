@@ -3,9 +3,9 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::combine::add_c;
 use super::index::slices_along;
 use super::one;
-use super::reduce::add_c;
 use super::search::take as gather_flat;
 use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};

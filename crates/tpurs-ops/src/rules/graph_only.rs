@@ -14,7 +14,7 @@ use crate::dtype::cast;
 use crate::eager::TensorMeta;
 use crate::error::{runtime, Result};
 use crate::table::Registry;
-use crate::view::read_view;
+use crate::view::{read_view, Start};
 
 /// The view `v` of the contiguous value `x`.
 fn read(b: &mut Builder, x: &Value, v: &View) -> Result<Value> {
@@ -26,7 +26,7 @@ fn read(b: &mut Builder, x: &Value, v: &View) -> Result<Value> {
         offset: v.offset,
         slot: 0,
     };
-    read_view(b, &flat, &meta)
+    read_view(b, &flat, &meta, &Start::Fixed(v.offset))
 }
 
 /// Sizes with one `-1` inferred from `numel`, with torch's error for impossible shapes.
@@ -248,6 +248,7 @@ fn fill_dtype(ctx: &Ctx, dtype_arg: usize, value_arg: usize) -> Result<DType> {
         return Ok(d);
     }
     Ok(match ctx.scalar_value(value_arg)? {
+        Literal::Complex(..) => ctx.default_float().to_complex(),
         Literal::Float(_) => ctx.default_float(),
         Literal::Int(_) => DType::I64,
         Literal::Bool(_) => DType::Bool,

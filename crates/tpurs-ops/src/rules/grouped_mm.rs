@@ -14,8 +14,9 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
+use super::combine::add_c;
 use super::matmul::dot;
-use super::reduce::{add_c, scan};
+use super::reduce::scan;
 use super::search::search;
 use super::{one, try_while};
 use crate::ctx::{Ctx, Out};

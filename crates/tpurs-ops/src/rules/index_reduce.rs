@@ -7,8 +7,8 @@
 
 use tpurs_hlo::{CompareDir, DType, Literal, TensorType};
 
+use super::combine::{add_c, highest, lowest, max_c, min_c, mul_c, Combine};
 use super::index::slices_along;
-use super::reduce::{add_c, highest, lowest, max_c, min_c, mul_c, Combine};
 use super::{one, wrap_dim};
 use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};

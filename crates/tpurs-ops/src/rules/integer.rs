@@ -5,10 +5,28 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::{common_dtype, operands, try_while};
+use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{Error, Result};
 use crate::table::Registry;
+
+/// `f` on the promoted operands of a division (`//`, `%`, `fmod`, rounded `div`): for
+/// integers, a zero divisor raises CPU's `ZeroDivisionError` (a `RuntimeError`) at the next
+/// host wait, checked on the device.
+pub(super) fn dividing(
+    ctx: &mut Ctx,
+    f: fn(&mut Builder, &Value, &Value) -> Result<Value>,
+) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let v = operands(ctx, &[0, 1], dtype)?;
+    if dtype.is_int() {
+        let zero = ctx.b.full_like(&v[1], Literal::Int(0));
+        let nonzero = ctx.b.compare(CompareDir::Ne, &v[1], &zero)?;
+        ctx.check_all(&nonzero, CheckKind::Runtime, "ZeroDivisionError")?;
+    }
+    Ok(vec![Some(f(&mut ctx.b, &v[0], &v[1])?)])
+}
 
 /// The operands promoted to their common integer type, or CPU's error for other types.
 fn int_operands(ctx: &mut Ctx, kernel: &str) -> Result<Vec<Value>> {

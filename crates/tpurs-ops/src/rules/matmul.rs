@@ -239,7 +239,7 @@ fn addmv(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(add_scaled(ctx, p, 0, 3, 4)?)
 }
 
-/// `dot(self, tensor)` of two vectors; also `vdot` (the same for real dtypes).
+/// `dot(self, tensor)` of two vectors; also `vdot`, which conjugates `self`.
 fn dot_rule(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let op = ctx.name.split('.').next().unwrap_or("dot");
     let (a, b) = (ctx.ty(0)?, ctx.ty(1)?);
@@ -265,17 +265,26 @@ fn dot_rule(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     check_dtypes(ctx, &[0, 1], op)?;
     let (x, y) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    let x = if op == "vdot" {
+        super::complex::conjugate(&mut ctx.b, &x)?
+    } else {
+        x
+    };
     one(dot(ctx, &x, &y, (&[], &[]), (&[0], &[0]))?)
 }
 
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["mm", "mm.out"], mm);
-    reg.ops(&["bmm", "bmm.out"], bmm);
-    reg.ops(&["addmm", "addmm_", "addmm.out"], addmm);
-    reg.ops(&["baddbmm", "baddbmm_", "baddbmm.out"], baddbmm);
-    reg.ops(&["addbmm", "addbmm_", "addbmm.out"], addbmm);
-    reg.ops(&["mv", "mv.out"], mv);
-    reg.ops(&["addmv", "addmv_", "addmv.out"], addmv);
-    reg.ops(&["dot", "dot.out", "vdot", "vdot.out"], dot_rule);
+    // `dot_general` multiplies complex operands as complex numbers.
+    reg.ops(&["mm", "mm.out"], mm).complex();
+    reg.ops(&["bmm", "bmm.out"], bmm).complex();
+    reg.ops(&["addmm", "addmm_", "addmm.out"], addmm).complex();
+    reg.ops(&["baddbmm", "baddbmm_", "baddbmm.out"], baddbmm)
+        .complex();
+    reg.ops(&["addbmm", "addbmm_", "addbmm.out"], addbmm)
+        .complex();
+    reg.ops(&["mv", "mv.out"], mv).complex();
+    reg.ops(&["addmv", "addmv_", "addmv.out"], addmv).complex();
+    reg.ops(&["dot", "dot.out", "vdot", "vdot.out"], dot_rule)
+        .complex();
 }

@@ -21,6 +21,7 @@ mod adaptive_pool;
 mod advanced_index;
 mod batch_norm;
 mod bessel;
+mod combine;
 mod complex;
 mod conv;
 mod decomp;

@@ -217,6 +217,13 @@ fn normal_tensor(ctx: &mut Ctx) -> Result<Vec<Out>> {
             _ => ctx.tensor(i)?,
         });
     }
+    if !matches!(ctx.arg(1), crate::Arg::Float(_)) {
+        // CPU checks every element of a std tensor (NaN fails too); here on the device.
+        let zero = ctx.b.full_like(&vs[1], Literal::Int(0));
+        let ok = ctx.b.compare(CompareDir::Ge, &vs[1], &zero)?;
+        let message = "normal expects all elements of std >= 0.0";
+        ctx.check_all(&ok, CheckKind::Runtime, message)?;
+    }
     let w = opmath(dtype);
     let shape = broadcast_shapes(vs[0].shape(), vs[1].shape())?;
     let vs = broadcast_all(&mut ctx.b, &vs, w)?;

@@ -5,87 +5,12 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
+use super::combine::{add_c, and_c, highest, lowest, max_c, min_c, mul_c, or_c, Combine};
 use super::{float_dtype, one, wrap_dim};
 use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::{opmath, torch_name};
-use crate::error::{Error, Result};
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
-
-/// A reduction's combining function on two 0-d values of one type.
-pub(crate) type Combine = fn(&mut Builder, &Value, &Value) -> Value;
-
-/// `x + y` as a reduction body.
-pub(crate) fn add_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.add(x, y).expect("reduction operands share a type")
-}
-
-/// `x * y` as a reduction body.
-pub(crate) fn mul_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.mul(x, y).expect("reduction operands share a type")
-}
-
-/// `max(x, y)` as a reduction body; NaN propagates (XLA CPU's reduce drops it otherwise).
-pub(crate) fn max_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    let m = b.max(x, y).expect("reduction operands share a type");
-    nan_or(b, x, y, m)
-}
-
-/// `min(x, y)` as a reduction body; NaN propagates.
-pub(crate) fn min_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    let m = b.min(x, y).expect("reduction operands share a type");
-    nan_or(b, x, y, m)
-}
-
-/// `x + y` (NaN) where either float operand is NaN, else `m`.
-fn nan_or(b: &mut Builder, x: &Value, y: &Value, m: Value) -> Value {
-    if !x.dtype().is_float() {
-        return m;
-    }
-    let s = b.add(x, y).expect("same type");
-    let x_num = b.compare(CompareDir::Eq, x, x).expect("same type");
-    let y_num = b.compare(CompareDir::Eq, y, y).expect("same type");
-    let both = b.and(&x_num, &y_num).expect("same type");
-    b.select(&both, &m, &s).expect("same type")
-}
-
-/// `x && y` as a reduction body.
-fn and_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.and(x, y).expect("reduction operands share a type")
-}
-
-/// `x || y` as a reduction body.
-fn or_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
-    b.or(x, y).expect("reduction operands share a type")
-}
-
-/// The smallest value of `d` (the identity of `max`).
-pub(crate) fn lowest(d: DType) -> Literal {
-    match d {
-        DType::Bool => Literal::Bool(false),
-        DType::I8 => Literal::Int(i8::MIN as i64),
-        DType::I16 => Literal::Int(i16::MIN as i64),
-        DType::I32 => Literal::Int(i32::MIN as i64),
-        DType::I64 => Literal::Int(i64::MIN),
-        d if d.is_float() => Literal::Float(f64::NEG_INFINITY),
-        _ => Literal::Int(0),
-    }
-}
-
-/// The largest value of `d` (the identity of `min`).
-pub(crate) fn highest(d: DType) -> Literal {
-    match d {
-        DType::Bool => Literal::Bool(true),
-        DType::I8 => Literal::Int(i8::MAX as i64),
-        DType::I16 => Literal::Int(i16::MAX as i64),
-        DType::I32 => Literal::Int(i32::MAX as i64),
-        DType::I64 => Literal::Int(i64::MAX),
-        DType::U8 => Literal::Int(u8::MAX as i64),
-        DType::U16 => Literal::Int(u16::MAX as i64),
-        DType::U32 => Literal::Int(u32::MAX as i64),
-        DType::U64 => Literal::Int(-1),
-        _ => Literal::Float(f64::INFINITY),
-    }
-}
 
 /// Wraps the reduction dims `dims` of a rank-`rank` tensor, sorted; an empty list means all
 /// dims. A 0-d tensor accepts dims 0 / -1 and has nothing to reduce.
@@ -93,6 +18,7 @@ fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<i64>> {
     if dims.is_empty() {
         return Ok((0..rank as i64).collect());
     }
+    check_dim_mask(rank)?;
     let mut out = Vec::new();
     for &d in dims {
         let w = wrap_dim(d, rank)? as i64;
@@ -108,6 +34,20 @@ fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<i64>> {
     }
     out.sort_unstable();
     Ok(out)
+}
+
+/// CPU PyTorch marks the reduced dims of an explicit `dim` in a 64-bit mask.
+fn check_dim_mask(rank: usize) -> Result<()> {
+    if rank > 64 {
+        return runtime("only tensors with up to 64 dims are supported");
+    }
+    Ok(())
+}
+
+/// [`one_dim`] for a reduction over that dim (64 dims at most, as CPU).
+fn reduced_dim(dim: i64, rank: usize) -> Result<Vec<i64>> {
+    check_dim_mask(rank)?;
+    one_dim(dim, rank)
 }
 
 /// The dims of a single-dim op (`dim` of `max.dim`, softmax, cumsum): empty for 0-d tensors.
@@ -178,7 +118,11 @@ fn widened_dtype(ctx: &Ctx, input: DType, dtype_arg: usize) -> Result<DType> {
     if let Some(d) = out_dtype(ctx)? {
         return Ok(d);
     }
-    Ok(if input.is_float() { input } else { DType::I64 })
+    Ok(if input.is_float() || input.is_complex() {
+        input
+    } else {
+        DType::I64
+    })
 }
 
 /// Sums or multiplies `x` over `dims` in the accumulation type of `dtype`, giving `dtype`.
@@ -264,7 +208,11 @@ fn prod(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let with_dim = matches!(ctx.overload(), "dim_int" | "int_out");
     let ty = ctx.ty(0)?;
     let (dims, keepdim, dtype_arg) = if with_dim {
-        (one_dim(ctx.int(1)?, ty.rank())?, ctx.bool_or(2, false)?, 3)
+        (
+            reduced_dim(ctx.int(1)?, ty.rank())?,
+            ctx.bool_or(2, false)?,
+            3,
+        )
     } else {
         ((0..ty.rank() as i64).collect(), false, 1)
     };
@@ -283,7 +231,7 @@ fn mean(ctx: &mut Ctx) -> Result<Vec<Out>> {
     };
     let ty = ctx.ty(0)?;
     let dtype = ctx.opt_dtype(dtype_arg)?.unwrap_or(ty.dtype);
-    if !dtype.is_float() {
+    if !dtype.is_float() && !dtype.is_complex() {
         return Err(Error::NotImplemented(format!(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
             torch_name(dtype)
@@ -415,7 +363,7 @@ pub(crate) fn arg_extreme(
 fn max_min_dim(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let is_max = ctx.name.starts_with("max");
     let ty = ctx.ty(0)?;
-    let dims = one_dim(ctx.int(1)?, ty.rank())?;
+    let dims = reduced_dim(ctx.int(1)?, ty.rank())?;
     check_nonempty(if is_max { "max" } else { "min" }, &ty.shape, &dims)?;
     let keepdim = ctx.bool_or(2, false)?;
     let x = ctx.tensor(0)?;
@@ -437,7 +385,7 @@ fn argmax_argmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     match ctx.opt_int(1)? {
         Some(dim) => {
-            let dims = one_dim(dim, ty.rank())?;
+            let dims = reduced_dim(dim, ty.rank())?;
             check_nonempty(op, &ty.shape, &dims)?;
             let (_, i) = arg_extreme(&mut ctx.b, &x, dims.first().copied(), keepdim, is_max)?;
             one(i)
@@ -604,7 +552,7 @@ fn all_any(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let overload = ctx.overload();
     let (dims, keepdim) = match overload {
         "" | "all_out" => ((0..ty.rank() as i64).collect(), false),
-        "dim" | "out" => (one_dim(ctx.int(1)?, ty.rank())?, ctx.bool_or(2, false)?),
+        "dim" | "out" => (reduced_dim(ctx.int(1)?, ty.rank())?, ctx.bool_or(2, false)?),
         _ => {
             let dims = match ctx.arg(1) {
                 crate::Arg::None => (0..ty.rank() as i64).collect(),
@@ -620,6 +568,15 @@ fn all_any(ctx: &mut Ctx) -> Result<Vec<Out>> {
             (dims, ctx.bool_or(2, false)?)
         }
     };
+    if let Some(d) = out_dtype(ctx)? {
+        if d != DType::Bool && d != DType::U8 {
+            let op = if is_all { "all" } else { "any" };
+            return runtime(format!(
+                "{op} only supports bool tensor for result, got: {}",
+                torch_name(d)
+            ));
+        }
+    }
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let zero = b.full_like(&x, Literal::Int(0));
@@ -658,11 +615,17 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
         Arg::Dtype(d) => *d,
         _ => ty.dtype,
     };
-    if !ty.dtype.is_float() {
+    if !ty.dtype.is_float() && !ty.dtype.is_complex() {
         return Err(Error::NotImplemented(format!(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
             torch_name(ty.dtype)
         )));
+    }
+    if ty.dtype.is_complex() && !dtype.is_complex() {
+        return runtime(format!(
+            "linalg.vector_norm: dtype should be complex for complex inputs, but got {}",
+            torch_name(dtype)
+        ));
     }
     let (dims, keepdim) = if all_dims {
         (reduce_dims(&[], ty.rank())?, false)
@@ -678,12 +641,18 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
             if ord < 0.0 { "-" } else { "" }
         )));
     }
-    let acc = opmath(dtype);
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let x = b.convert(&x, dtype);
-    let x = b.convert(&x, acc);
-    let a = b.abs(&x);
+    // The norm of complex values is the norm of their magnitudes, a real result.
+    let (a, dtype) = if dtype.is_complex() {
+        (super::complex::magnitude(b, &x)?, dtype.real_part())
+    } else {
+        (x, dtype)
+    };
+    let acc = opmath(dtype);
+    let a = b.convert(&a, acc);
+    let a = b.abs(&a);
     let r = if ord.is_infinite() {
         extreme(b, &a, &dims, keepdim, ord > 0.0)?
     } else if ord == 0.0 {
@@ -709,14 +678,18 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
+    // Complex sums and means add both parts.
     reg.ops(
         &["sum", "sum.out", "sum.dim_IntList", "sum.IntList_out"],
         sum,
-    );
-    reg.ops(&["mean", "mean.dtype_out", "mean.dim", "mean.out"], mean);
+    )
+    .complex();
+    reg.ops(&["mean", "mean.dtype_out", "mean.dim", "mean.out"], mean)
+        .complex();
     reg.ops(&["nansum", "nansum.out"], nansum);
     reg.ops(&["trace", "trace.out"], trace);
-    reg.ops(&["prod", "prod.out", "prod.dim_int", "prod.int_out"], prod);
+    reg.ops(&["prod", "prod.out", "prod.dim_int", "prod.int_out"], prod)
+        .complex();
     reg.ops(&["amax", "amax.out", "amin", "amin.out"], amax_amin);
     reg.ops(
         &["max", "max.unary_out", "min", "min.unary_out"],
@@ -756,7 +729,8 @@ pub(crate) fn register(reg: &mut Registry) {
             "cumprod.out",
         ],
         cumulative,
-    );
+    )
+    .complex();
     reg.ops(
         &[
             "all",
@@ -773,7 +747,8 @@ pub(crate) fn register(reg: &mut Registry) {
             "any.all_out",
         ],
         all_any,
-    );
+    )
+    .complex();
     reg.ops(
         &[
             "linalg_vector_norm",
@@ -789,5 +764,6 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         vector_norm,
     )
-    .bake_scalars();
+    .bake_scalars()
+    .complex();
 }

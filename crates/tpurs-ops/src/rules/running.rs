@@ -5,7 +5,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, TensorType, Value};
 
-use super::reduce::{highest, lowest};
+use super::combine::{highest, lowest};
 use super::wrap_dim;
 use crate::ctx::{Ctx, Out};
 use crate::error::Result;

@@ -13,7 +13,7 @@ use crate::dtype::{result_type, Participation};
 use crate::eager::{StorageMeta, TensorMeta};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
-use crate::view::write_view;
+use crate::view::{write_view, Start};
 
 /// A zero tensor of `dtype` and `shape`.
 fn zeros(b: &mut Builder, dtype: DType, shape: &[i64]) -> Value {
@@ -328,7 +328,8 @@ fn embed(b: &mut Builder, base: &Value, src: &Value, v: &View) -> Result<Value> 
         numel,
         dtype: base.dtype(),
     };
-    let updated = write_view(b, Some(&flat), &src, &meta, &storage)?;
+    let start = Start::Fixed(meta.offset);
+    let updated = write_view(b, Some(&flat), &src, (&meta, &start), &storage)?;
     Ok(b.reshape(&updated, base.shape())?)
 }
 

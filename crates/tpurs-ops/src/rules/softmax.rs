@@ -4,7 +4,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::reduce::{add_c, expand, extreme, one_dim, reduce, scan};
+use super::combine::add_c;
+use super::reduce::{expand, extreme, one_dim, reduce, scan};
 use super::{one, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};

@@ -143,6 +143,11 @@ fn kthvalue(ctx: &mut Ctx) -> Result<Vec<Out>> {
         x
     };
     let n = x.shape()[dim];
+    if n == 0 {
+        return Err(Error::Index(format!(
+            "kthvalue(): Expected reduction dim {dim} to have non-zero size."
+        )));
+    }
     if k < 1 || k > n {
         return Err(Error::Index(format!(
             "kthvalue(): selected number k out of range for dimension {dim}"

@@ -4,8 +4,8 @@
 
 use tpurs_hlo::{Builder, DType, Literal, ScatterDims, TensorType, Value};
 
+use super::combine::Combine;
 use super::one;
-use super::reduce::Combine;
 use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Result};
 use crate::table::Registry;

@@ -192,16 +192,16 @@ def test_ops_without_a_complex_lowering_fall_back():
         "import torch\n"
         "c = torch.complex(torch.randn(5), torch.randn(5))\n"
         "try:\n"
-        "    y = c.to('tpu').sqrt().cpu()\n"
-        "    torch.testing.assert_close(y, c.sqrt())\n"
-        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::sqrt', 0))\n"
+        "    y = c.to('tpu').sin().cpu()\n"
+        "    torch.testing.assert_close(y, c.sin())\n"
+        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::sin', 0))\n"
         "except NotImplementedError as e:\n"
         "    print('refused', e)\n"
     )
     loose = run_python(code)
     assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
     strict = run_python(code, TPURS_FALLBACK="error")
-    assert "refused tpurs: sqrt has no lowering for ComplexFloat" in strict.stdout, strict.stdout + strict.stderr
+    assert "refused tpurs: sin has no lowering for ComplexFloat" in strict.stdout, strict.stdout + strict.stderr
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -294,6 +294,11 @@ def test_reductions_products_and_selection(dtype):
         check(lambda c, d: (torch.logical_and(c, d), torch.logical_not(c * 0), torch.logical_xor(c, c * 0)), c, d)
         norm = torch.linalg.vector_norm
         check(lambda c: (norm(c), norm(c, 1, dim=1), norm(c, float("inf")), c.norm(), c.norm(p=3, dim=0)), c, **tol)
+        # var/std of a complex tensor are real: the mean of |x - mean|^2. logsumexp shifts by
+        # the largest real part.
+        check(lambda c: (c.var(), c.std(1), torch.var(c, 0, correction=0, keepdim=True)), c, **tol)
+        check(lambda c: (torch.var_mean(c, 1), torch.std_mean(c, (0, 1), correction=2)), c, **tol)
+        check(lambda c: (torch.logsumexp(c, 1), torch.logsumexp(c, (0, 1), keepdim=True)), c, **tol)
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs"):
             torch.linalg.vector_norm(c.to(device), dtype=torch.float64)
@@ -306,10 +311,16 @@ def test_transcendental_with_special_values(dtype):
     parts = (0.0, -0.0, 1.5, -2.0, 30.0, 1e-8, float("inf"), -float("inf"), float("nan"))
     special = torch.tensor([complex(a, b) for a in parts for b in parts], dtype=dtype)
     c = CPLX.to(dtype) * 3
-    ops = (torch.exp, torch.exp2, torch.log, torch.log2, torch.log10, torch.tan, torch.tanh)
+    ops = (torch.exp, torch.exp2, torch.log, torch.log2, torch.log10, torch.tan, torch.tanh, torch.sqrt)
     with no_fallback():
         check(lambda x: tuple(op(x) for op in ops), c, atol=1e-5, rtol=1e-4)
         # A value with a NaN part is NaN as a whole (torch.isnan), whatever its other part.
         # log2/log10 are left out here: assert_close compares a number with an infinite part
         # exactly, and theirs differ from CPU's in the last bit of the finite part.
         check(lambda x: tuple(op(x) for op in ops[:3] + ops[5:]), special, atol=1e-5, rtol=1e-4)
+        # sqrt of parts too large to add without overflow; nan_to_num replaces in each part.
+        huge = torch.tensor([3e38 + 3e38j, -3e38 - 1j, 1e38j], dtype=torch.complex64).to(dtype)
+        check(torch.sqrt, huge, atol=0, rtol=1e-6)
+        check(lambda x: (torch.nan_to_num(x), torch.nan_to_num(x, 1.0, 2.0, -3.0), torch.sgn(x)), special)
+    # abs's gradient is sgn; sqrt's divides by the root.
+    check(lambda x: x.sqrt().abs(), c.requires_grad_(), grad=True, atol=1e-5, rtol=1e-4)

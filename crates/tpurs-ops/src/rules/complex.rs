@@ -226,6 +226,87 @@ pub(crate) fn exp_of(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.select(&zero_case, &zero, &e)?)
 }
 
+/// `sqrt(x)`; for complex `x` C99's `csqrt` (what CPU PyTorch calls): the root with a
+/// non-negative real part, `(inf, y)` for an infinite imaginary part `y`, and the values
+/// Annex G gives for infinite real parts.
+pub(crate) fn sqrt_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    if !z.dtype().is_complex() {
+        return Ok(b.sqrt(z));
+    }
+    let (x, y) = (b.real(z), b.imag(z));
+    // t = sqrt((|x| + |z|) / 2); where that overflows, 2 sqrt((|x| + |z|) / 8).
+    let t = half_sum_root(b, z, 0.5)?;
+    let t_big = half_sum_root(b, z, 0.125)?;
+    let t_big = b.add(&t_big, &t_big)?;
+    let fits = b.is_finite(&t);
+    let t = b.select(&fits, &t, &t_big)?;
+    // x >= 0: (t, y / 2t); x < 0: (|y| / 2t, t with y's sign).
+    let two_t = b.add(&t, &t)?;
+    let q = b.div(&y, &two_t)?;
+    let aq = b.abs(&q);
+    let signed_t = super::float_bits::with_sign_of(b, &t, &y)?;
+    let zero = b.full_like(&x, Literal::Float(0.0));
+    let negative = b.compare(CompareDir::Lt, &x, &zero)?;
+    let mut re = b.select(&negative, &aq, &t)?;
+    let mut im = b.select(&negative, &signed_t, &q)?;
+    // Both parts zero: (0, y) keeps the sign of a zero imaginary part.
+    let t_zero = b.compare(CompareDir::Eq, &t, &zero)?;
+    re = b.select(&t_zero, &zero, &re)?;
+    im = b.select(&t_zero, &y, &im)?;
+    // Special values, lowest precedence first: a NaN part, then an infinite real part, then
+    // an infinite imaginary part.
+    let nan = b.full_like(&x, Literal::Float(f64::NAN));
+    let inf = b.full_like(&x, Literal::Float(f64::INFINITY));
+    let any_nan = b.compare(CompareDir::Ne, z, z)?;
+    re = b.select(&any_nan, &nan, &re)?;
+    im = b.select(&any_nan, &nan, &im)?;
+    let y_nan = b.compare(CompareDir::Ne, &y, &y)?;
+    let zero_or_nan = b.select(&y_nan, &nan, &zero)?;
+    let signed_zero = super::float_bits::with_sign_of(b, &zero_or_nan, &y)?;
+    let signed_inf = super::float_bits::with_sign_of(b, &inf, &y)?;
+    let pos_inf = b.compare(CompareDir::Eq, &x, &inf)?;
+    re = b.select(&pos_inf, &inf, &re)?;
+    im = b.select(&pos_inf, &signed_zero, &im)?;
+    let ninf = b.neg(&inf);
+    let neg_inf = b.compare(CompareDir::Eq, &x, &ninf)?;
+    re = b.select(&neg_inf, &zero_or_nan, &re)?;
+    im = b.select(&neg_inf, &signed_inf, &im)?;
+    let ay = b.abs(&y);
+    let y_inf = b.compare(CompareDir::Eq, &ay, &inf)?;
+    re = b.select(&y_inf, &inf, &re)?;
+    im = b.select(&y_inf, &y, &im)?;
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `sgn(z)` of a complex `z`: `z / |z|`, 0 where `z` is 0 and NaN where `|z|` is infinite
+/// (CPU divides by `|z|` as a complex number).
+pub(crate) fn sgn_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    let m = magnitude(b, z)?;
+    let finite = b.is_finite(&m);
+    let nan = b.full_like(&m, Literal::Float(f64::NAN));
+    let m = b.select(&finite, &m, &nan)?;
+    let (re, im) = (b.real(z), b.imag(z));
+    let (re, im) = (b.div(&re, &m)?, b.div(&im, &m)?);
+    let zero = b.full_like(&m, Literal::Float(0.0));
+    let at_zero = b.compare(CompareDir::Eq, &m, &zero)?;
+    let (re, im) = (
+        b.select(&at_zero, &zero, &re)?,
+        b.select(&at_zero, &zero, &im)?,
+    );
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `sqrt(k (|x| + |z|))` for complex `z = x + iy`, scaling before adding so that only the
+/// root of a sum past the largest finite value overflows.
+fn half_sum_root(b: &mut Builder, z: &Value, k: f64) -> Result<Value> {
+    let scaled = scale(b, z, k)?;
+    let m = b.magnitude(&scaled);
+    let x = b.real(&scaled);
+    let ax = b.abs(&x);
+    let s = b.add(&ax, &m)?;
+    Ok(b.sqrt(&s))
+}
+
 /// The conjugate of `x` (a real tensor is its own conjugate).
 pub(super) fn conjugate(b: &mut Builder, x: &Value) -> Result<Value> {
     if !x.dtype().is_complex() {

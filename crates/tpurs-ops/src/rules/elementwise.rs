@@ -3,7 +3,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::complex::{exp_of, scale};
+use super::complex::{exp_of, scale, sgn_of, sqrt_of};
+use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Ctx, Out};
@@ -81,7 +82,7 @@ float_unary! {
     log2 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG2_E) },
     log10 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG10_E) },
     log1p => |b, x| Ok(b.log1p(x)),
-    sqrt => |b, x| Ok(b.sqrt(x)),
+    sqrt => sqrt_of,
     rsqrt => |b, x| Ok(b.rsqrt(x)),
     sin => |b, x| Ok(b.sin(x)),
     cos => |b, x| Ok(b.cos(x)),
@@ -163,24 +164,7 @@ fn unless_huge(b: &mut Builder, a: &Value, value: Value) -> Result<Value> {
 fn copysign(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
     let v = operands(ctx, &[0, 1], dtype)?;
-    let b = &mut ctx.b;
-    let wide = if dtype == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let int = if wide == DType::F64 {
-        DType::I64
-    } else {
-        DType::I32
-    };
-    let y = b.convert(&v[1], wide);
-    let y = b.bitcast_convert(&y, int);
-    let zero = b.full_like(&y, Literal::Int(0));
-    let negative = b.compare(CompareDir::Lt, &y, &zero)?;
-    let a = b.abs(&v[0]);
-    let na = b.neg(&a);
-    one(b.select(&negative, &na, &a)?)
+    one(with_sign_of(&mut ctx.b, &v[0], &v[1])?)
 }
 
 /// `hypot(self, other)`: `sqrt(x^2 + y^2)`, with the larger magnitude factored out where
@@ -262,6 +246,11 @@ same_unary! {
     }),
     neg => |b, x| Ok(b.neg(x)),
     sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
+    sgn => |b, x| match x.dtype() {
+        d if d.is_complex() => sgn_of(b, x),
+        DType::Bool => Ok(x.clone()),
+        _ => Ok(b.sign(x)),
+    },
     floor => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
     ceil => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
     round => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
@@ -627,7 +616,7 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // others (sqrt's branch cut, sin/cos/sinh/cosh/expm1/sigmoid/reciprocal at infinities)
+    // others (sin/cos/sinh/cosh/expm1/sigmoid/reciprocal at infinities)
     // fall back to the CPU for complex input.
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
@@ -636,7 +625,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("log2"), log2).complex();
     reg.ops(variants!("log10"), log10).complex();
     reg.ops(variants!("log1p"), log1p);
-    reg.ops(variants!("sqrt"), sqrt);
+    reg.ops(variants!("sqrt"), sqrt).complex();
     reg.ops(variants!("rsqrt"), rsqrt);
     reg.ops(variants!("sin"), sin);
     reg.ops(variants!("cos"), cos);
@@ -661,7 +650,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("neg"), neg).complex();
     reg.ops(variants!("sign"), sign);
     // For real tensors sgn is sign.
-    reg.ops(variants!("sgn"), sign);
+    reg.ops(variants!("sgn"), sgn).complex();
     reg.ops(variants!("floor"), floor);
     reg.ops(variants!("ceil"), ceil);
     reg.ops(variants!("round"), round);

@@ -316,24 +316,37 @@ fn isneginf(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn nan_to_num(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dtype = x.dtype();
-    if !dtype.is_float() {
+    if !dtype.is_float() && !dtype.is_complex() {
         return one(x);
     }
+    let part = dtype.real_part();
     let nan = ctx.opt_float(1)?.unwrap_or(0.0);
-    let pos = ctx.opt_float(2)?.unwrap_or(crate::dtype::finfo_max(dtype));
-    let neg = ctx.opt_float(3)?.unwrap_or(-crate::dtype::finfo_max(dtype));
+    let pos = ctx.opt_float(2)?.unwrap_or(crate::dtype::finfo_max(part));
+    let neg = ctx.opt_float(3)?.unwrap_or(-crate::dtype::finfo_max(part));
     let b = &mut ctx.b;
-    let is_nan = b.compare(CompareDir::Ne, &x, &x)?;
-    let is_pos = test_value(b, &x, CompareDir::Eq, f64::INFINITY)?;
-    let is_neg = test_value(b, &x, CompareDir::Eq, f64::NEG_INFINITY)?;
+    if !dtype.is_complex() {
+        return one(replace_non_finite(b, &x, [nan, pos, neg])?);
+    }
+    // CPU replaces in each part of a complex value separately.
+    let (re, im) = (b.real(&x), b.imag(&x));
+    let re = replace_non_finite(b, &re, [nan, pos, neg])?;
+    let im = replace_non_finite(b, &im, [nan, pos, neg])?;
+    one(b.complex(&re, &im)?)
+}
+
+/// `x` with NaN, +inf and -inf replaced by `nan`, `pos` and `neg`.
+fn replace_non_finite(b: &mut Builder, x: &Value, [nan, pos, neg]: [f64; 3]) -> Result<Value> {
+    let is_nan = b.compare(CompareDir::Ne, x, x)?;
+    let is_pos = test_value(b, x, CompareDir::Eq, f64::INFINITY)?;
+    let is_neg = test_value(b, x, CompareDir::Eq, f64::NEG_INFINITY)?;
     let (nv, pv, mv) = (
-        b.full_like(&x, Literal::Float(nan)),
-        b.full_like(&x, Literal::Float(pos)),
-        b.full_like(&x, Literal::Float(neg)),
+        b.full_like(x, Literal::Float(nan)),
+        b.full_like(x, Literal::Float(pos)),
+        b.full_like(x, Literal::Float(neg)),
     );
-    let y = b.select(&is_nan, &nv, &x)?;
+    let y = b.select(&is_nan, &nv, x)?;
     let y = b.select(&is_pos, &pv, &y)?;
-    one(b.select(&is_neg, &mv, &y)?)
+    Ok(b.select(&is_neg, &mv, &y)?)
 }
 
 /// `lerp(x, end, w)` on values of one float dtype (computed in its opmath type):
@@ -459,7 +472,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["isinf", "isinf.out"], isinf).complex();
     reg.ops(&["isposinf", "isposinf.out"], isposinf);
     reg.ops(&["isneginf", "isneginf.out"], isneginf);
-    reg.ops(&["nan_to_num", "nan_to_num_", "nan_to_num.out"], nan_to_num);
+    reg.ops(&["nan_to_num", "nan_to_num_", "nan_to_num.out"], nan_to_num)
+        .complex();
     reg.ops(
         &[
             "lerp.Scalar",

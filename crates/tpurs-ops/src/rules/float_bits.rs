@@ -30,17 +30,29 @@ fn sign_mask(int: DType) -> i64 {
 /// `signbit(self)`: true where the sign bit is set (-0.0 and negative NaNs included).
 fn signbit(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
-    let b = &mut ctx.b;
+    one(sign_bit(&mut ctx.b, &x)?)
+}
+
+/// Whether each element's sign bit is set (never for unsigned and bool values).
+pub(crate) fn sign_bit(b: &mut Builder, x: &Value) -> Result<Value> {
     let dtype = x.dtype();
     let signed = if dtype.is_float() {
-        b.bitcast_convert(&x, bits_type(dtype))
+        b.bitcast_convert(x, bits_type(dtype))
     } else if dtype.is_unsigned() || dtype == DType::Bool {
-        return one(b.splat(Literal::Bool(false), &x.ty.with_dtype(DType::Bool)));
+        return Ok(b.splat(Literal::Bool(false), &x.ty.with_dtype(DType::Bool)));
     } else {
-        x
+        x.clone()
     };
     let zero = b.full_like(&signed, Literal::Int(0));
-    one(b.compare(CompareDir::Lt, &signed, &zero)?)
+    Ok(b.compare(CompareDir::Lt, &signed, &zero)?)
+}
+
+/// `|x|` with the sign bit of `sign`.
+pub(crate) fn with_sign_of(b: &mut Builder, x: &Value, sign: &Value) -> Result<Value> {
+    let negative = sign_bit(b, sign)?;
+    let a = b.abs(x);
+    let na = b.neg(&a);
+    Ok(b.select(&negative, &na, &a)?)
 }
 
 /// A float's bits as an integer that orders like the float (-0.0 and +0.0 both 0), and back.

@@ -405,11 +405,12 @@ fn argmax_argmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// `var` / `std` / `var_mean` / `std_mean` (`correction` overloads and `out=` forms):
-/// two-pass variance divided by `max(N - correction, 0)`.
+/// two-pass variance divided by `max(N - correction, 0)`. A complex input's variance is
+/// the real mean of `|x - mean|^2`.
 fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let base = ctx.name.split('.').next().unwrap_or("");
     let ty = ctx.ty(0)?;
-    if !ty.dtype.is_float() {
+    if !ty.dtype.is_float() && !ty.dtype.is_complex() {
         return Err(Error::NotImplemented(
             "std and var only support floating point and complex dtypes".into(),
         ));
@@ -425,7 +426,8 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let m = mean_of(b, &xa, &dims, true, acc)?;
     let mb = expand(b, &m, &ty.shape)?;
     let dev = b.sub(&xa, &mb)?;
-    let sq = b.mul(&dev, &dev)?;
+    let sq = squared_magnitude(b, &dev)?;
+    let acc = acc.real_part();
     let ss = reduce(b, &sq, &dims, Literal::Int(0), add_c, keepdim)?;
     let n = b.constant(Literal::Int(reduced_count(&ty.shape, &dims)), acc);
     let c = match ctx.arg(2) {
@@ -447,7 +449,7 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let out_dtype = match (prims, ctx.arg(3)) {
         (true, Arg::Dtype(d)) => *d,
-        _ => ty.dtype,
+        _ => ty.dtype.real_part(),
     };
     let b = &mut ctx.b;
     let v = b.convert(&v, out_dtype);
@@ -463,6 +465,16 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(v)
 }
 
+/// `|x|^2`: `x * x` for real `x`, `re^2 + im^2` for complex.
+fn squared_magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
+    if !x.dtype().is_complex() {
+        return Ok(b.mul(x, x)?);
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let (re2, im2) = (b.mul(&re, &re)?, b.mul(&im, &im)?);
+    Ok(b.add(&re2, &im2)?)
+}
+
 /// `logsumexp` and `out=`: `log(sum(exp(x - m))) + m` with `m` the max (0 where infinite).
 fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
@@ -472,15 +484,22 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let x = b.convert(&x, opmath(dtype));
-    let m = extreme(b, &x, &dims, true, true)?;
+    // A complex input shifts by the largest real part, as CPU does.
+    let re = if x.dtype().is_complex() {
+        b.real(&x)
+    } else {
+        x.clone()
+    };
+    let m = extreme(b, &re, &dims, true, true)?;
     let inf = b.full_like(&m, Literal::Float(f64::INFINITY));
     let zero = b.full_like(&m, Literal::Int(0));
     let am = b.abs(&m);
     let is_inf = b.compare(CompareDir::Eq, &am, &inf)?;
     let m = b.select(&is_inf, &zero, &m)?;
+    let m = crate::dtype::cast(b, &m, x.dtype())?;
     let mb = expand(b, &m, x.shape())?;
     let sh = b.sub(&x, &mb)?;
-    let e = b.exp(&sh);
+    let e = super::complex::exp_of(b, &sh)?;
     let s = reduce(b, &e, &dims, Literal::Int(0), add_c, keepdim)?;
     let l = b.log(&s);
     let m = if keepdim {
@@ -715,10 +734,12 @@ pub(crate) fn register(reg: &mut Registry) {
             "std_mean.correction_out",
         ],
         var_std,
-    );
+    )
+    .complex();
     // A primitive some of torch's decompositions (group norm) produce in graphs.
     reg.ops(&["prims::var"], var_std).graph_only();
-    reg.ops(&["logsumexp", "logsumexp.out"], logsumexp);
+    reg.ops(&["logsumexp", "logsumexp.out"], logsumexp)
+        .complex();
     reg.ops(
         &[
             "cumsum",

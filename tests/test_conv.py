@@ -214,6 +214,16 @@ def test_adaptive_avg_pool2d(size):
         check(lambda x: F.adaptive_avg_pool2d(x, size), randn(3, 7, 10, grad=True), grad=True)
 
 
+def test_adaptive_avg_pool2d_infinite_input_stays_in_its_bins():
+    # Bin sums are masked sums: a product with the 0/1 bin matrix made 0 * inf = NaN in
+    # every other bin of the row.
+    x = torch.randn(2, 3, 7, 9)
+    x[0, 0, 0, 0], x[1, 2, 6, 8] = float("inf"), -float("inf")
+    with no_fallback():
+        for size in [(3, 4), (1, 1), (10, 2)]:
+            check(lambda x: F.adaptive_avg_pool2d(x, size), x)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_adaptive_avg_pool2d_dtypes(dtype):
     torch.manual_seed(10)

@@ -29,3 +29,33 @@ def test_replicate_integers_and_reflect_too_large_raises():
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="Padding size should be less than"):
             F.pad(torch.randn(1, 2, 3, device=device), (3, 0), mode="reflect")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_infinite_values_and_complex(mode):
+    # Infinite inputs and gradients stay where they are (a one-hot matrix product spread
+    # them as NaN over the whole row).
+    x = torch.randn(1, 2, 5)
+    x[0, 0, 0], x[0, 1, 4] = float("inf"), -float("inf")
+    cot = torch.randn(1, 2, 8)
+    cot[0, 1, 0] = float("inf")
+    with no_fallback():
+        check(lambda t: F.pad(t, (2, 1), mode=mode), x)
+        check(lambda t: F.pad(t, (2, 1), mode=mode), torch.complex(x, x.flip(-1)))
+        for device in ("cpu", "tpu"):
+            t = x.detach().to(device).requires_grad_()
+            F.pad(t, (2, 1), mode=mode).backward(cot.to(device))
+            if device == "cpu":
+                expected = t.grad
+        torch.testing.assert_close(t.grad.cpu(), expected)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("padding", [(-1, 2), (2, -1), (-2, -1), (-1, 1, 2, -2)], ids=str)
+def test_negative_padding_crops(mode, padding):
+    x = torch.randn(2, 5, 6, requires_grad=True)
+    with no_fallback():
+        check(lambda t: F.pad(t, padding, mode=mode), x, grad=True)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=r"input \(W: 6\) is too small"):
+            F.pad(x.detach().to(device), (-6, 0), mode=mode)

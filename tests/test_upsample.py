@@ -46,3 +46,14 @@ def test_upsample_in_a_compiled_unet_block():
         out = torch.compile(block)(x.to("tpu"))
     torch.testing.assert_close(out.cpu(), expected, atol=1e-5, rtol=1e-5)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear"])
+def test_infinite_inputs_reach_only_their_outputs(mode):
+    # Each output reads only its source elements: an interpolation-matrix product spread
+    # one infinite input as NaN (0 * inf) over every output of its row.
+    x = torch.randn(1, 2, 3, 4)
+    x[0, 0, 0, 0], x[0, 1, 2, 1] = float("inf"), -float("inf")
+    with no_fallback():
+        check(lambda t: F.interpolate(t, scale_factor=2, mode=mode), x)
+        check(lambda t: F.interpolate(t, size=(5, 7), mode=mode), x)

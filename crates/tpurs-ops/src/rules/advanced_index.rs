@@ -695,7 +695,7 @@ fn nonzero_static(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["nonzero_static"], nonzero_static);
+    reg.ops(&["nonzero_static"], nonzero_static).complex();
     // The functional `index.Tensor` is left to torch's structured wrapper, which sizes the
     // output (running `nonzero` for boolean masks) and calls this out= form.
     // Gathers and scatters move values of any dtype (accumulation adds complex values too).

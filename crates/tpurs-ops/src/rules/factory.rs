@@ -418,7 +418,8 @@ pub(crate) fn addc_of(b: &mut Builder, vs: &[Value], value: &Value, div: bool) -
 
 /// The dtype checks of addcmul / addcdiv for a result of `dtype` and a `value` of `vdtype`.
 pub(crate) fn addc_check(name: &str, dtype: DType, vdtype: DType, div: bool) -> Result<()> {
-    if div && !dtype.is_float() {
+    let inexact = dtype.is_float() || dtype.is_complex();
+    if div && !inexact {
         return runtime(
             "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform \
              a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as \
@@ -430,7 +431,7 @@ pub(crate) fn addc_check(name: &str, dtype: DType, vdtype: DType, div: bool) -> 
     if dtype == DType::Bool {
         return Err(not_for(name, dtype));
     }
-    if !dtype.is_float() && vdtype.is_float() {
+    if !inexact && vdtype.is_float() {
         return runtime(
             "For integral input tensors, argument value must not be a floating point number.",
         );
@@ -487,8 +488,10 @@ pub(crate) fn register(reg: &mut Registry) {
     );
     reg.ops(&["addcmul", "addcmul_", "addcmul.out"], |ctx| {
         addc(ctx, false)
-    });
+    })
+    .complex();
     reg.ops(&["addcdiv", "addcdiv_", "addcdiv.out"], |ctx| {
         addc(ctx, true)
-    });
+    })
+    .complex();
 }

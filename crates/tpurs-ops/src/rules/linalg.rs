@@ -329,5 +329,6 @@ pub(crate) fn register(reg: &mut Registry) {
         &["cholesky_inverse", "cholesky_inverse.out"],
         cholesky_inverse,
     );
-    reg.ops(&["linalg_cross", "linalg_cross.out"], cross);
+    reg.ops(&["linalg_cross", "linalg_cross.out"], cross)
+        .complex();
 }

@@ -1,44 +1,84 @@
-//! Reflection and replication padding (1-3 d) and their backwards. Along each padded dim
-//! the output is `M x` for a one-hot `[out, in]` matrix that names each output element's
-//! source; the backward is `M^T g`, which sums the gradient of every copy of an element as
-//! PyTorch does. Circular padding decomposes into slices and `cat` before it gets here.
+//! Reflection and replication padding (1-3 d) and their backwards, one dim at a time from
+//! slices of the input: reversed edges (reflection) or repeated edge elements
+//! (replication) concatenated around it. The backward adds the gradient of every copy back
+//! onto its source element, as PyTorch does. Moving elements rather than multiplying by a
+//! one-hot matrix keeps infinities from turning into NaN (`0 * inf`). Circular padding
+//! decomposes into slices and `cat` before it gets here.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, Literal, Value};
 
+use super::combine::add_c;
 use super::one;
-use super::upsample::apply;
+use super::reduce::reduce;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
-/// The one-hot `[input + before + after, input]` source matrix of one dim, in `dtype`.
-fn sources(
+/// `x` padded along `d` (length `n`) by `before` and `after` elements.
+fn pad_dim(
     b: &mut Builder,
+    x: &Value,
+    d: usize,
     reflect: bool,
-    input: i64,
-    before: i64,
-    after: i64,
-    dtype: DType,
+    (before, after): (i64, i64),
 ) -> Result<Value> {
-    let ty = TensorType::new(DType::I64, vec![input + before + after, input]);
-    let row = b.iota(&ty, 0);
-    let col = b.iota(&ty, 1);
-    let shift = b.splat(Literal::Int(before), &ty);
-    let i = b.sub(&row, &shift)?;
-    let last = b.splat(Literal::Int(input - 1), &ty);
-    let src = if reflect {
-        // Mirror at 0 and at input - 1 (pads are smaller than the input).
-        let i = b.abs(&i);
-        let from_end = b.sub(&last, &i)?;
-        let from_end = b.abs(&from_end);
-        b.sub(&last, &from_end)?
-    } else {
-        let zero = b.splat(Literal::Int(0), &ty);
-        b.clamp(&zero, &i, &last)
+    let n = x.shape()[d];
+    let edge = |b: &mut Builder, start: i64, count: i64, at: i64| -> Result<Option<Value>> {
+        if count == 0 {
+            return Ok(None);
+        }
+        if reflect {
+            let s = b.slice_dim(x, d, start, start + count, 1)?;
+            return Ok(Some(b.reverse(&s, &[d as i64])));
+        }
+        let s = b.slice_dim(x, d, at, at + 1, 1)?;
+        let mut shape = x.shape().to_vec();
+        shape[d] = count;
+        Ok(Some(b.broadcast_to(&s, &shape)?))
     };
-    let hit = b.compare(CompareDir::Eq, &col, &src)?;
-    Ok(b.convert(&hit, dtype))
+    let left = edge(b, 1, before, 0)?;
+    let right = edge(b, n - 1 - after, after, n - 1)?;
+    let parts: Vec<&Value> = [left.as_ref(), Some(x), right.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(b.concatenate(&parts, d)?)
+}
+
+/// The gradient of `pad_dim` along `d`: `g` (length `n + before + after`) folded back onto
+/// the `n` input elements.
+fn unpad_dim(
+    b: &mut Builder,
+    g: &Value,
+    d: usize,
+    reflect: bool,
+    n: i64,
+    (before, after): (i64, i64),
+) -> Result<Value> {
+    let mut acc = b.slice_dim(g, d, before, before + n, 1)?;
+    let zero = b.constant(Literal::Int(0), g.dtype());
+    // (start in g, count, first input element it lands on).
+    for (start, count, at) in [(0, before, 1), (before + n, after, n - 1 - after)] {
+        if count == 0 {
+            continue;
+        }
+        let s = b.slice_dim(g, d, start, start + count, 1)?;
+        let (piece, at) = if reflect {
+            (b.reverse(&s, &[d as i64]), at)
+        } else {
+            let total = reduce(b, &s, &[d as i64], Literal::Int(0), add_c, true)?;
+            (total, if start == 0 { 0 } else { n - 1 })
+        };
+        let len = piece.shape()[d];
+        let mut low = vec![0; g.rank()];
+        let mut high = vec![0; g.rank()];
+        low[d] = at;
+        high[d] = n - at - len;
+        let placed = b.pad(&piece, &zero, &low, &high, &vec![0; g.rank()])?;
+        acc = b.add(&acc, &placed)?;
+    }
+    Ok(acc)
 }
 
 /// `{reflection,replication}_pad{1,2,3}d(self, padding)` and their backwards
@@ -59,7 +99,7 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let x = ctx.tensor(0)?;
     let dtype = x.dtype();
-    if !dtype.is_float() && backward {
+    if !dtype.is_float() && !dtype.is_complex() && backward {
         return runtime(format!("{base}: expected a floating point gradient"));
     }
     let wide = opmath(dtype);
@@ -69,11 +109,6 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
         let d = input.rank() - 1 - j;
         let (before, after) = (padding[2 * j], padding[2 * j + 1]);
         let n = input.shape[d];
-        if before < 0 || after < 0 {
-            return Err(Error::Uncovered(format!(
-                "{base}: negative padding is not supported on the tpu device"
-            )));
-        }
         if reflect && (before >= n || after >= n) {
             return runtime(format!(
                 "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({before}, {after}) at dimension {d} of input {:?}",
@@ -83,8 +118,33 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
         if !reflect && n == 0 {
             return runtime(format!("{base}: input dimension {d} is empty"));
         }
-        let m = sources(&mut ctx.b, reflect, n, before, after, wide)?;
-        v = apply(&mut ctx.b, &v, &m, d, if backward { 0 } else { 1 })?;
+        if n + before + after <= 0 {
+            let name = ["W", "H", "D"][j];
+            return runtime(format!(
+                "input ({name}: {n}) is too small. Calculated output {name}: {}",
+                n + before + after
+            ));
+        }
+        // A negative padding crops; what is left is padded as usual.
+        let (crop_lo, crop_hi) = ((-before).max(0), (-after).max(0));
+        let (pad_lo, pad_hi) = (before.max(0), after.max(0));
+        let kept = n - crop_lo - crop_hi;
+        if kept < 1 || (reflect && pad_lo.max(pad_hi) >= kept) {
+            return Err(Error::Uncovered(format!(
+                "{base}: a negative padding that leaves too little to pad from is not supported on the tpu device"
+            )));
+        }
+        let b = &mut ctx.b;
+        v = if backward {
+            let g = unpad_dim(b, &v, d, reflect, kept, (pad_lo, pad_hi))?;
+            let zero = b.constant(Literal::Int(0), g.dtype());
+            let (mut low, mut high) = (vec![0; g.rank()], vec![0; g.rank()]);
+            (low[d], high[d]) = (crop_lo, crop_hi);
+            b.pad(&g, &zero, &low, &high, &vec![0; g.rank()])?
+        } else {
+            let x = b.slice_dim(&v, d, crop_lo, n - crop_hi, 1)?;
+            pad_dim(b, &x, d, reflect, (pad_lo, pad_hi))?
+        };
     }
     one(ctx.b.convert(&v, dtype))
 }
@@ -118,5 +178,6 @@ pub(crate) fn register(reg: &mut Registry) {
             "replication_pad3d_backward.grad_input",
         ],
         pad,
-    );
+    )
+    .complex();
 }

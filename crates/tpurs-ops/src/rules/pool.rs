@@ -431,6 +431,24 @@ fn adaptive_bins(b: &mut Builder, n_in: i64, n_out: i64, ct: DType) -> Result<(V
     Ok((m, cnt))
 }
 
+/// Sums of `x` over the bins of dim `d` given by the 0/1 `[out, in]` matrix `m`, the `out`
+/// dim in place of `d`. Masked sums, not a product with `m`, so an infinite element reaches
+/// only its own bins (`0 * inf` is NaN).
+fn bin_sums(b: &mut Builder, x: &Value, m: &Value, d: usize) -> Result<Value> {
+    let mut shape = x.shape().to_vec();
+    shape.insert(d, m.shape()[0]);
+    let x_dims: Vec<i64> = (0..x.rank() as i64)
+        .map(|i| if i < d as i64 { i } else { i + 1 })
+        .collect();
+    let xb = b.broadcast_in_dim(x, &shape, &x_dims)?;
+    let zero = b.full_like(m, Literal::Int(0));
+    let inside = b.compare(CompareDir::Ne, m, &zero)?;
+    let inside = b.broadcast_in_dim(&inside, &shape, &[d as i64, d as i64 + 1])?;
+    let zeros = b.full_like(&xb, Literal::Int(0));
+    let masked = b.select(&inside, &xb, &zeros)?;
+    Ok(sum(b, &masked, &[d as i64 + 1]))
+}
+
 /// The `(oh, ow)` bin sizes of an adaptive pool, as an outer product.
 fn bin_areas(b: &mut Builder, ch: &Value, cw: &Value) -> Result<Value> {
     let shape = [ch.shape()[0], cw.shape()[0]];
@@ -465,9 +483,8 @@ fn adaptive_avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (h, w) = (x.shape()[r - 2], x.shape()[r - 1]);
     let (mh, ch) = adaptive_bins(b, h, size[0], ct)?;
     let (mw, cw) = adaptive_bins(b, w, size[1], ct)?;
-    let rr = r as i64;
-    let y = b.dot_general(&xc, &mh, (&[], &[]), (&[rr - 2], &[1]))?;
-    let y = b.dot_general(&y, &mw, (&[], &[]), (&[rr - 2], &[1]))?;
+    let y = bin_sums(b, &xc, &mh, r - 2)?;
+    let y = bin_sums(b, &y, &mw, r - 1)?;
     let area = bin_areas(b, &ch, &cw)?;
     let area = b.broadcast_to(&area, y.shape())?;
     let y = b.div(&y, &area)?;

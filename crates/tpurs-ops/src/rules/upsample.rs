@@ -1,11 +1,12 @@
 //! Upsampling: nearest, nearest-exact and (bi/tri)linear, 1-d to 3-d, and their backwards.
-//! Every mode is separable: along each spatial dim the output is `M x` for an
-//! `[out, in]` matrix `M` of interpolation weights (one-hot for nearest, two weights per
-//! row for linear), built in the program with PyTorch's float index arithmetic; the
-//! backward is `M^T g`. One dot per spatial dim, no gathers or scatters.
+//! Every mode is separable: along each spatial dim each output reads one source element
+//! (nearest) or two weighted ones (linear), found with PyTorch's float index arithmetic;
+//! the forward gathers them, the backward is `M^T g` for the `[out, in]` matrix `M` of
+//! those weights (one dot per spatial dim).
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
+use super::index::select_rows;
 use super::one;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
@@ -38,30 +39,31 @@ fn scale_of(mode: Mode, input: i64, output: i64, scale: Option<f64>) -> f32 {
     }
 }
 
-/// The `[output, input]` interpolation matrix of one spatial dim, in `dtype`.
-fn weights(
+/// One source element per output position along a dim and its weight (`None`: 1).
+struct Tap {
+    index: Value,
+    weight: Option<Value>,
+}
+
+/// The taps of one spatial dim, as `[output]` vectors: one for nearest modes, two for
+/// linear, computed with PyTorch's f32 index arithmetic; weights in `dtype`.
+fn taps(
     b: &mut Builder,
     mode: Mode,
     input: i64,
     output: i64,
     scale: Option<f64>,
     dtype: DType,
-) -> Result<Value> {
-    let shape = vec![output, input];
-    let f32_ty = TensorType::new(DType::F32, shape.clone());
-    let i64_ty = TensorType::new(DType::I64, shape.clone());
+) -> Result<Vec<Tap>> {
+    let f32_ty = TensorType::new(DType::F32, vec![output]);
+    let i64_ty = TensorType::new(DType::I64, vec![output]);
     let dst = b.iota(&f32_ty, 0);
-    let col = b.iota(&i64_ty, 1);
     let s = b.splat(
         Literal::Float(scale_of(mode, input, output, scale) as f64),
         &f32_ty,
     );
     let last = b.splat(Literal::Int(input - 1), &i64_ty);
     let half = b.splat(Literal::Float(0.5), &f32_ty);
-    let onehot = |b: &mut Builder, idx: &Value| -> Result<Value> {
-        let hit = b.compare(CompareDir::Eq, &col, idx)?;
-        Ok(b.convert(&hit, dtype))
-    };
     match mode {
         Mode::Nearest | Mode::NearestExact => {
             let pos = if mode == Mode::NearestExact {
@@ -72,8 +74,11 @@ fn weights(
             let src = b.mul(&pos, &s)?;
             let src = b.floor(&src);
             let src = b.convert(&src, DType::I64);
-            let src = b.min(&src, &last)?;
-            onehot(b, &src)
+            let index = b.min(&src, &last)?;
+            Ok(vec![Tap {
+                index,
+                weight: None,
+            }])
         }
         Mode::Linear { align_corners } => {
             let src = if align_corners {
@@ -96,19 +101,67 @@ fn weights(
             let one_f = b.splat(Literal::Float(1.0), &f32_ty);
             let l0 = b.sub(&one_f, &l1)?;
             let (l0, l1) = (b.convert(&l0, dtype), b.convert(&l1, dtype));
-            let h0 = onehot(b, &i0)?;
-            let h1 = onehot(b, &i1)?;
-            let w0 = b.mul(&h0, &l0)?;
-            let w1 = b.mul(&h1, &l1)?;
-            Ok(b.add(&w0, &w1)?)
+            Ok(vec![
+                Tap {
+                    index: i0,
+                    weight: Some(l0),
+                },
+                Tap {
+                    index: i1,
+                    weight: Some(l1),
+                },
+            ])
         }
     }
 }
 
-/// Contracts dim `d` of `x` with dim `with` of `m` and puts the new dim back at `d`.
-pub(crate) fn apply(b: &mut Builder, x: &Value, m: &Value, d: usize, with: i64) -> Result<Value> {
-    let y = b.dot_general(x, m, (&[], &[]), (&[d as i64], &[with]))?;
-    let rank = x.rank() as i64;
+/// Forward along dim `d`: each tap's source elements, gathered and weighted, summed as CPU
+/// sums them (so an infinite input reaches only the outputs that read it).
+fn interpolate(b: &mut Builder, x: &Value, taps: &[Tap], d: usize) -> Result<Value> {
+    let mut sum: Option<Value> = None;
+    for tap in taps {
+        let mut y = select_rows(b, x, d, &tap.index)?;
+        if let Some(w) = &tap.weight {
+            let w = b.broadcast_in_dim(w, y.shape(), &[d as i64])?;
+            y = b.mul(&y, &w)?;
+        }
+        sum = Some(match sum {
+            Some(s) => b.add(&s, &y)?,
+            None => y,
+        });
+    }
+    sum.ok_or_else(|| Error::Runtime("upsample: no taps".into()))
+}
+
+/// Backward along dim `d`: `M^T g` for the `[output, input]` matrix `M` of the taps, which
+/// sums the gradient of every output onto the elements it read.
+fn interpolate_backward(
+    b: &mut Builder,
+    g: &Value,
+    taps: &[Tap],
+    d: usize,
+    input: i64,
+) -> Result<Value> {
+    let output = g.shape()[d];
+    let i64_ty = TensorType::new(DType::I64, vec![output, input]);
+    let col = b.iota(&i64_ty, 1);
+    let mut m: Option<Value> = None;
+    for tap in taps {
+        let idx = b.broadcast_in_dim(&tap.index, &[output, input], &[0])?;
+        let hit = b.compare(CompareDir::Eq, &col, &idx)?;
+        let mut h = b.convert(&hit, g.dtype());
+        if let Some(w) = &tap.weight {
+            let w = b.broadcast_in_dim(w, &[output, input], &[0])?;
+            h = b.mul(&h, &w)?;
+        }
+        m = Some(match m {
+            Some(s) => b.add(&s, &h)?,
+            None => h,
+        });
+    }
+    let m = m.ok_or_else(|| Error::Runtime("upsample: no taps".into()))?;
+    let y = b.dot_general(g, &m, (&[], &[]), (&[d as i64], &[0]))?;
+    let rank = g.rank() as i64;
     let mut perm: Vec<i64> = (0..rank - 1).collect();
     perm.insert(d, rank - 1);
     Ok(b.transpose(&y, &perm)?)
@@ -183,10 +236,12 @@ fn upsample(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let mut v = ctx.b.convert(&x, wide);
     for i in 0..l.spatial {
         let scale = ctx.opt_float(first_scale + i)?;
-        let m = weights(&mut ctx.b, l.mode, in_size[i], out_size[i], scale, wide)?;
-        // Forward contracts the input dim of M; backward its output dim.
-        let with = if l.backward { 0 } else { 1 };
-        v = apply(&mut ctx.b, &v, &m, 2 + i, with)?;
+        let taps = taps(&mut ctx.b, l.mode, in_size[i], out_size[i], scale, wide)?;
+        v = if l.backward {
+            interpolate_backward(&mut ctx.b, &v, &taps, 2 + i, in_size[i])?
+        } else {
+            interpolate(&mut ctx.b, &v, &taps, 2 + i)?
+        };
     }
     one(ctx.b.convert(&v, dtype))
 }

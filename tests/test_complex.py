@@ -322,5 +322,14 @@ def test_transcendental_with_special_values(dtype):
         huge = torch.tensor([3e38 + 3e38j, -3e38 - 1j, 1e38j], dtype=torch.complex64).to(dtype)
         check(torch.sqrt, huge, atol=0, rtol=1e-6)
         check(lambda x: (torch.nan_to_num(x), torch.nan_to_num(x, 1.0, 2.0, -3.0), torch.sgn(x)), special)
+        # x ** 2, 3 and 0.5 take CPU's shortcuts (products, sqrt); a NaN part makes NaN.
+        check(lambda x: (x**2, x**3, x**0.5, x**0, x ** (1j)), special)
+        check(
+            lambda x, y: (x**2.5, x**y, torch.pow(2.0, x), x.clone().pow_(-1.5)),
+            c,
+            c.flip(0) * 0.3,
+            atol=1e-5,
+            rtol=1e-4,
+        )
     # abs's gradient is sgn; sqrt's divides by the root.
     check(lambda x: x.sqrt().abs(), c.requires_grad_(), grad=True, atol=1e-5, rtol=1e-4)

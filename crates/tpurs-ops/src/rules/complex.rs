@@ -278,6 +278,38 @@ pub(crate) fn sqrt_of(b: &mut Builder, z: &Value) -> Result<Value> {
     Ok(b.complex(&re, &im)?)
 }
 
+/// `x ** y` for complex values: XLA's power, NaN where `x` has a NaN part (XLA gives 0 when
+/// the real part is 0) unless `y` is 0; for an exponent given as a number, the shortcuts
+/// CPU takes for 2, 3 and 0.5 (`x * x`, `x * x * x`, `sqrt`), whose special values differ.
+pub(crate) fn pow_of(
+    b: &mut Builder,
+    x: &Value,
+    y: &Value,
+    number_exponent: bool,
+) -> Result<Value> {
+    let mut r = b.pow(x, y)?;
+    let nan_base = b.compare(CompareDir::Ne, x, x)?;
+    let zero = b.full_like(y, Literal::Float(0.0));
+    let y_nonzero = b.compare(CompareDir::Ne, y, &zero)?;
+    let to_nan = b.and(&nan_base, &y_nonzero)?;
+    let re = b.real(&r);
+    let nan = b.full_like(&re, Literal::Float(f64::NAN));
+    let nan = b.complex(&nan, &nan)?;
+    r = b.select(&to_nan, &nan, &r)?;
+    if !number_exponent {
+        return Ok(r);
+    }
+    let square = b.mul(x, x)?;
+    let cube = b.mul(&square, x)?;
+    let root = sqrt_of(b, x)?;
+    for (k, v) in [(2.0, square), (3.0, cube), (0.5, root)] {
+        let kv = b.full_like(y, Literal::Float(k));
+        let hit = b.compare(CompareDir::Eq, y, &kv)?;
+        r = b.select(&hit, &v, &r)?;
+    }
+    Ok(r)
+}
+
 /// `sgn(z)` of a complex `z`: `z / |z|`, 0 where `z` is 0 and NaN where `|z|` is infinite
 /// (CPU divides by `|z|` as a complex number).
 pub(crate) fn sgn_of(b: &mut Builder, z: &Value) -> Result<Value> {

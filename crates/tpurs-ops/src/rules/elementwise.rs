@@ -3,7 +3,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::complex::{exp_of, scale, sgn_of, sqrt_of};
+use super::complex::{exp_of, pow_of, scale, sgn_of, sqrt_of};
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
@@ -405,6 +405,14 @@ fn binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -
     one(f(&mut ctx.b, &v[0], &v[1])?)
 }
 
+/// `x ** y`; `number_exponent` when `y` came from a Python number.
+fn power(b: &mut Builder, x: &Value, y: &Value, number_exponent: bool) -> Result<Value> {
+    if x.dtype().is_complex() {
+        return pow_of(b, x, y, number_exponent);
+    }
+    Ok(b.pow(x, y)?)
+}
+
 /// Binary op computed in a float type (true division, atan2).
 fn float_binary(
     ctx: &mut Ctx,
@@ -707,14 +715,17 @@ pub(crate) fn register(reg: &mut Registry) {
             "pow.Tensor_Tensor",
             "pow_.Tensor",
             "pow.Tensor_Tensor_out",
-            "pow.Tensor_Scalar",
-            "pow_.Scalar",
-            "pow.Tensor_Scalar_out",
             "pow.Scalar",
             "pow.Scalar_out",
         ],
-        |ctx| binary(ctx, |b, x, y| Ok(b.pow(x, y)?)),
-    );
+        |ctx| binary(ctx, |b, x, y| power(b, x, y, false)),
+    )
+    .complex();
+    reg.ops(
+        &["pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"],
+        |ctx| binary(ctx, |b, x, y| power(b, x, y, true)),
+    )
+    .complex();
     reg.ops(&["maximum", "maximum.out"], |ctx| {
         binary(ctx, |b, x, y| Ok(b.max(x, y)?))
     });

@@ -123,6 +123,14 @@ def test_inverse_trig_and_hyperbolic(op):
         check(lambda t: op(t).sum(), inside.clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
 
 
+def test_sinh_cosh_near_zero_and_near_overflow():
+    # expm1 near 0 (e^x - e^-x cancels to a few digits at 1e-5); e^|x| / 2 up to 89.4,
+    # where e^x alone overflows.
+    x = torch.tensor([1e-7, -1e-5, 3e-3, 0.5, -7.0, 25.0, 88.9, -89.2, 89.5, 90.0, float("inf"), float("nan")])
+    with no_fallback():
+        check(lambda t: (torch.sinh(t), torch.cosh(t)), x, atol=0, rtol=2e-6)
+
+
 def test_copysign_fmax_fmin():
     nan = float("nan")
     a = torch.tensor([1.0, -2.0, 3.0, nan, 0.0, -0.0, 5.0])

@@ -3,7 +3,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
-use super::complex::{exp_of, pow_of, scale, sgn_of, sqrt_of};
+use super::complex::{exp_of, scale};
+use super::complex_math::{pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig};
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
@@ -84,15 +85,15 @@ float_unary! {
     log1p => |b, x| Ok(b.log1p(x)),
     sqrt => sqrt_of,
     rsqrt => |b, x| Ok(b.rsqrt(x)),
-    sin => |b, x| Ok(b.sin(x)),
-    cos => |b, x| Ok(b.cos(x)),
+    sin => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sin) } else { Ok(b.sin(x)) },
+    cos => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cos) } else { Ok(b.cos(x)) },
     tan => |b, x| Ok(b.tan(x)),
     tanh => |b, x| Ok(b.tanh(x)),
     sigmoid => |b, x| Ok(b.logistic(x)),
     reciprocal => |b, x| { let one = full(b, x, 1.0); Ok(b.div(&one, x)?) },
     erf => |b, x| erf_of(b, x),
-    sinh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.sub(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
-    cosh => |b, x| { let e = b.exp(x); let n = b.neg(x); let en = b.exp(&n); let d = b.add(&e, &en)?; let h = full(b, x, 0.5); Ok(b.mul(&d, &h)?) },
+    sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
+    cosh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cosh) } else { Ok(real_sinh_cosh(b, x)?.1) },
     atan => |b, x| { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
     asin => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(x, &c)?) },
     acos => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(&c, x)?) },
@@ -624,7 +625,7 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // others (sin/cos/sinh/cosh/expm1/sigmoid/reciprocal at infinities)
+    // others (expm1/sigmoid/reciprocal at infinities)
     // fall back to the CPU for complex input.
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
@@ -635,12 +636,12 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("log1p"), log1p);
     reg.ops(variants!("sqrt"), sqrt).complex();
     reg.ops(variants!("rsqrt"), rsqrt);
-    reg.ops(variants!("sin"), sin);
-    reg.ops(variants!("cos"), cos);
+    reg.ops(variants!("sin"), sin).complex();
+    reg.ops(variants!("cos"), cos).complex();
     reg.ops(variants!("tan"), tan).complex();
     reg.ops(variants!("tanh"), tanh).complex();
-    reg.ops(variants!("sinh"), sinh);
-    reg.ops(variants!("cosh"), cosh);
+    reg.ops(variants!("sinh"), sinh).complex();
+    reg.ops(variants!("cosh"), cosh).complex();
     reg.ops(variants!("atan"), atan);
     reg.ops(variants!("asin"), asin);
     reg.ops(variants!("acos"), acos);

@@ -23,6 +23,7 @@ mod batch_norm;
 mod bessel;
 mod combine;
 mod complex;
+mod complex_math;
 mod conv;
 mod decomp;
 mod elementwise;

@@ -1,0 +1,237 @@
+//! Complex elementwise math whose special values (infinite and NaN parts) follow CPU
+//! PyTorch, which calls C99's complex functions (Annex G): XLA's own complex `sqrt`, `pow`,
+//! `sinh`, `cosh`, `sin` and `cos` give NaN or 0 where CPU gives infinities or signed
+//! zeros. Each function builds the result from real parts and patches the special cases.
+
+use tpurs_hlo::{Builder, CompareDir, Literal, Value};
+
+use super::complex::{magnitude, scale};
+use super::float_bits::{sign_bit, with_sign_of};
+use super::full;
+use crate::error::Result;
+
+/// `sqrt(x)`; for complex `x` C99's `csqrt` (what CPU PyTorch calls): the root with a
+/// non-negative real part, `(inf, y)` for an infinite imaginary part `y`, and the values
+/// Annex G gives for infinite real parts.
+pub(crate) fn sqrt_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    if !z.dtype().is_complex() {
+        return Ok(b.sqrt(z));
+    }
+    let (x, y) = (b.real(z), b.imag(z));
+    // t = sqrt((|x| + |z|) / 2); where that overflows, 2 sqrt((|x| + |z|) / 8).
+    let t = half_sum_root(b, z, 0.5)?;
+    let t_big = half_sum_root(b, z, 0.125)?;
+    let t_big = b.add(&t_big, &t_big)?;
+    let fits = b.is_finite(&t);
+    let t = b.select(&fits, &t, &t_big)?;
+    // x >= 0: (t, y / 2t); x < 0: (|y| / 2t, t with y's sign).
+    let two_t = b.add(&t, &t)?;
+    let q = b.div(&y, &two_t)?;
+    let aq = b.abs(&q);
+    let signed_t = with_sign_of(b, &t, &y)?;
+    let zero = b.full_like(&x, Literal::Float(0.0));
+    let negative = b.compare(CompareDir::Lt, &x, &zero)?;
+    let mut re = b.select(&negative, &aq, &t)?;
+    let mut im = b.select(&negative, &signed_t, &q)?;
+    // Both parts zero: (0, y) keeps the sign of a zero imaginary part.
+    let t_zero = b.compare(CompareDir::Eq, &t, &zero)?;
+    re = b.select(&t_zero, &zero, &re)?;
+    im = b.select(&t_zero, &y, &im)?;
+    // Special values, lowest precedence first: a NaN part, then an infinite real part, then
+    // an infinite imaginary part.
+    let nan = b.full_like(&x, Literal::Float(f64::NAN));
+    let inf = b.full_like(&x, Literal::Float(f64::INFINITY));
+    let any_nan = b.compare(CompareDir::Ne, z, z)?;
+    re = b.select(&any_nan, &nan, &re)?;
+    im = b.select(&any_nan, &nan, &im)?;
+    let y_nan = b.compare(CompareDir::Ne, &y, &y)?;
+    let zero_or_nan = b.select(&y_nan, &nan, &zero)?;
+    let signed_zero = with_sign_of(b, &zero_or_nan, &y)?;
+    let signed_inf = with_sign_of(b, &inf, &y)?;
+    let pos_inf = b.compare(CompareDir::Eq, &x, &inf)?;
+    re = b.select(&pos_inf, &inf, &re)?;
+    im = b.select(&pos_inf, &signed_zero, &im)?;
+    let ninf = b.neg(&inf);
+    let neg_inf = b.compare(CompareDir::Eq, &x, &ninf)?;
+    re = b.select(&neg_inf, &zero_or_nan, &re)?;
+    im = b.select(&neg_inf, &signed_inf, &im)?;
+    let ay = b.abs(&y);
+    let y_inf = b.compare(CompareDir::Eq, &ay, &inf)?;
+    re = b.select(&y_inf, &inf, &re)?;
+    im = b.select(&y_inf, &y, &im)?;
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `x ** y` for complex values: XLA's power, NaN where `x` has a NaN part (XLA gives 0 when
+/// the real part is 0) unless `y` is 0; for an exponent given as a number, the shortcuts
+/// CPU takes for 2, 3 and 0.5 (`x * x`, `x * x * x`, `sqrt`), whose special values differ.
+pub(crate) fn pow_of(
+    b: &mut Builder,
+    x: &Value,
+    y: &Value,
+    number_exponent: bool,
+) -> Result<Value> {
+    let mut r = b.pow(x, y)?;
+    let nan_base = b.compare(CompareDir::Ne, x, x)?;
+    let zero = b.full_like(y, Literal::Float(0.0));
+    let y_nonzero = b.compare(CompareDir::Ne, y, &zero)?;
+    let to_nan = b.and(&nan_base, &y_nonzero)?;
+    let re = b.real(&r);
+    let nan = b.full_like(&re, Literal::Float(f64::NAN));
+    let nan = b.complex(&nan, &nan)?;
+    r = b.select(&to_nan, &nan, &r)?;
+    if !number_exponent {
+        return Ok(r);
+    }
+    let square = b.mul(x, x)?;
+    let cube = b.mul(&square, x)?;
+    let root = sqrt_of(b, x)?;
+    for (k, v) in [(2.0, square), (3.0, cube), (0.5, root)] {
+        let kv = b.full_like(y, Literal::Float(k));
+        let hit = b.compare(CompareDir::Eq, y, &kv)?;
+        r = b.select(&hit, &v, &r)?;
+    }
+    Ok(r)
+}
+
+/// `sgn(z)` of a complex `z`: `z / |z|`, 0 where `z` is 0 and NaN where `|z|` is infinite
+/// (CPU divides by `|z|` as a complex number).
+pub(crate) fn sgn_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    let m = magnitude(b, z)?;
+    let finite = b.is_finite(&m);
+    let nan = b.full_like(&m, Literal::Float(f64::NAN));
+    let m = b.select(&finite, &m, &nan)?;
+    let (re, im) = (b.real(z), b.imag(z));
+    let (re, im) = (b.div(&re, &m)?, b.div(&im, &m)?);
+    let zero = b.full_like(&m, Literal::Float(0.0));
+    let at_zero = b.compare(CompareDir::Eq, &m, &zero)?;
+    let (re, im) = (
+        b.select(&at_zero, &zero, &re)?,
+        b.select(&at_zero, &zero, &im)?,
+    );
+    Ok(b.complex(&re, &im)?)
+}
+
+/// `sqrt(k (|x| + |z|))` for complex `z = x + iy`, scaling before adding so that only the
+/// root of a sum past the largest finite value overflows.
+fn half_sum_root(b: &mut Builder, z: &Value, k: f64) -> Result<Value> {
+    let scaled = scale(b, z, k)?;
+    let m = b.magnitude(&scaled);
+    let x = b.real(&scaled);
+    let ax = b.abs(&x);
+    let s = b.add(&ax, &m)?;
+    Ok(b.sqrt(&s))
+}
+
+/// Real `sinh` and `cosh`: from `expm1` near 0 (no cancellation), and past 20 from
+/// `e^|x| / 2` formed so that results up to the largest float do not overflow early.
+pub(crate) fn real_sinh_cosh(b: &mut Builder, x: &Value) -> Result<(Value, Value)> {
+    let (sh, ch, _) = sinh_cosh_over(b, x, 0.0)?;
+    Ok((sh, ch))
+}
+
+/// `sinh x` and `cosh x`, divided by `e^shift` where `|x| > 20` (the third value), so a
+/// product with a factor below 1 can be formed before it overflows.
+fn sinh_cosh_over(b: &mut Builder, x: &Value, shift: f64) -> Result<(Value, Value, Value)> {
+    let half = full(b, x, 0.5);
+    let nx = b.neg(x);
+    let (e1, e2) = (b.expm1(x), b.expm1(&nx));
+    let d = b.sub(&e1, &e2)?;
+    let sinh_small = b.mul(&d, &half)?;
+    let (ex, enx) = (b.exp(x), b.exp(&nx));
+    let s = b.add(&ex, &enx)?;
+    let cosh_small = b.mul(&s, &half)?;
+    // e^|x| / 2 as (e^(|x|/2) / 2) e^(|x|/2): no rounding of |x|, no early overflow.
+    let ax = b.abs(x);
+    let half_ax = b.mul(&ax, &half)?;
+    let h = b.exp(&half_ax);
+    let k = full(b, x, 0.5 * (-shift).exp());
+    let big = b.mul(&h, &k)?;
+    let big = b.mul(&big, &h)?;
+    let sign = b.sign(x);
+    let sinh_big = b.mul(&sign, &big)?;
+    let twenty = full(b, x, 20.0);
+    let is_big = b.compare(CompareDir::Gt, &ax, &twenty)?;
+    Ok((
+        b.select(&is_big, &sinh_big, &sinh_small)?,
+        b.select(&is_big, &big, &cosh_small)?,
+        is_big,
+    ))
+}
+
+/// `sinh` (`cosh` when `cosh`) of `x + iy` as (real, imaginary) parts:
+/// `sinh x cos y + i cosh x sin y` and `cosh x cos y + i sinh x sin y`, with C99's values
+/// where a zero meets an infinity.
+fn hyperbolic_parts(b: &mut Builder, x: &Value, y: &Value, cosh: bool) -> Result<(Value, Value)> {
+    const SHIFT: f64 = 20.0;
+    let (sh, ch, shifted) = sinh_cosh_over(b, x, SHIFT)?;
+    let (c, s) = (b.cos(y), b.sin(y));
+    let (p, q) = if cosh { (&ch, &sh) } else { (&sh, &ch) };
+    let one = full(b, x, 1.0);
+    let unshift = full(b, x, SHIFT.exp());
+    let unshift = b.select(&shifted, &unshift, &one)?;
+    let re = b.mul(p, &c)?;
+    let mut re = b.mul(&re, &unshift)?;
+    let im = b.mul(q, &s)?;
+    let mut im = b.mul(&im, &unshift)?;
+    let zero = full(b, x, 0.0);
+    let x_finite = b.is_finite(x);
+    let y_finite = b.is_finite(y);
+    let x_inf = {
+        let nan = b.compare(CompareDir::Ne, x, x)?;
+        let finite_or_nan = b.or(&x_finite, &nan)?;
+        b.not(&finite_or_nan)
+    };
+    let x_zero = b.compare(CompareDir::Eq, x, &zero)?;
+    let y_zero = b.compare(CompareDir::Eq, y, &zero)?;
+    let y_bad = b.not(&y_finite);
+    // y = 0: the imaginary part is that zero (for cosh times sinh x's sign), also where
+    // sinh x or cosh x overflowed and `inf * 0` gave NaN.
+    let y_signed = if cosh {
+        let x_neg = sign_bit(b, x)?;
+        let ny = b.neg(y);
+        b.select(&x_neg, &ny, y)?
+    } else {
+        y.clone()
+    };
+    im = b.select(&y_zero, &y_signed, &im)?;
+    // x = 0 with y infinite or NaN: sinh's real part, cosh's imaginary part is 0.
+    let case = b.and(&x_zero, &y_bad)?;
+    if cosh {
+        im = b.select(&case, &zero, &im)?;
+    } else {
+        re = b.select(&case, x, &re)?;
+    }
+    // x infinite with y infinite or NaN: the real part is infinite.
+    let case = b.and(&x_inf, &y_bad)?;
+    let real_inf = if cosh { b.abs(x) } else { x.clone() };
+    re = b.select(&case, &real_inf, &re)?;
+    Ok((re, im))
+}
+
+/// Complex `sinh`, `cosh`, `sin` (`-i sinh(iz)`) and `cos` (`cosh(iz)`).
+pub(crate) fn trig_of(b: &mut Builder, z: &Value, f: Trig) -> Result<Value> {
+    let (x, y) = (b.real(z), b.imag(z));
+    let (re, im) = match f {
+        Trig::Sinh => hyperbolic_parts(b, &x, &y, false)?,
+        Trig::Cosh => hyperbolic_parts(b, &x, &y, true)?,
+        Trig::Sin | Trig::Cos => {
+            let ny = b.neg(&y);
+            let (r, i) = hyperbolic_parts(b, &ny, &x, f == Trig::Cos)?;
+            if f == Trig::Cos {
+                (r, i)
+            } else {
+                (i, b.neg(&r))
+            }
+        }
+    };
+    Ok(b.complex(&re, &im)?)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trig {
+    Sinh,
+    Cosh,
+    Sin,
+    Cos,
+}

@@ -312,7 +312,7 @@ def test_transcendental_with_special_values(dtype):
     special = torch.tensor([complex(a, b) for a in parts for b in parts], dtype=dtype)
     c = CPLX.to(dtype) * 3
     ops = (torch.exp, torch.exp2, torch.log, torch.log2, torch.log10, torch.tan, torch.tanh, torch.sqrt)
-    ops += (torch.sin, torch.cos, torch.sinh, torch.cosh)
+    ops += (torch.sin, torch.cos, torch.sinh, torch.cosh, torch.expm1)
     with no_fallback():
         check(lambda x: tuple(op(x) for op in ops), c, atol=1e-5, rtol=1e-4)
         # A value with a NaN part is NaN as a whole (torch.isnan), whatever its other part.

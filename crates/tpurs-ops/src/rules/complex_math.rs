@@ -123,6 +123,26 @@ fn half_sum_root(b: &mut Builder, z: &Value, k: f64) -> Result<Value> {
     Ok(b.sqrt(&s))
 }
 
+/// Complex `expm1` as CPU computes it:
+/// `expm1(x) cos(y) - 2 sin(y/2)^2 + i e^x sin(y)`, accurate near 0.
+pub(crate) fn expm1_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    let (x, y) = (b.real(z), b.imag(z));
+    let half = full(b, &x, 0.5);
+    let two = full(b, &x, 2.0);
+    let hy = b.mul(&y, &half)?;
+    let a = b.sin(&hy);
+    let a2 = b.mul(&a, &a)?;
+    let a2 = b.mul(&two, &a2)?;
+    let em = b.expm1(&x);
+    let c = b.cos(&y);
+    let re = b.mul(&em, &c)?;
+    let re = b.sub(&re, &a2)?;
+    let e = b.exp(&x);
+    let s = b.sin(&y);
+    let im = b.mul(&e, &s)?;
+    Ok(b.complex(&re, &im)?)
+}
+
 /// Real `sinh` and `cosh`: from `expm1` near 0 (no cancellation), and past 20 from
 /// `e^|x| / 2` formed so that results up to the largest float do not overflow early.
 pub(crate) fn real_sinh_cosh(b: &mut Builder, x: &Value) -> Result<(Value, Value)> {

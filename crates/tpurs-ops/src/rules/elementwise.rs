@@ -4,7 +4,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::complex::{exp_of, scale};
-use super::complex_math::{pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig};
+use super::complex_math::{expm1_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig};
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
@@ -78,7 +78,7 @@ macro_rules! same_unary {
 float_unary! {
     exp => exp_of,
     exp2 => |b, x| { let y = scale(b, x, std::f64::consts::LN_2)?; exp_of(b, &y) },
-    expm1 => |b, x| Ok(b.expm1(x)),
+    expm1 => |b, x| if x.dtype().is_complex() { expm1_of(b, x) } else { Ok(b.expm1(x)) },
     log => |b, x| Ok(b.log(x)),
     log2 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG2_E) },
     log10 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG10_E) },
@@ -625,11 +625,11 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // others (expm1/sigmoid/reciprocal at infinities)
+    // others (log1p/sigmoid/reciprocal/rsqrt at infinities, the inverse trig functions)
     // fall back to the CPU for complex input.
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
-    reg.ops(variants!("expm1"), expm1);
+    reg.ops(variants!("expm1"), expm1).complex();
     reg.ops(variants!("log"), log).complex();
     reg.ops(variants!("log2"), log2).complex();
     reg.ops(variants!("log10"), log10).complex();

@@ -91,6 +91,19 @@ def test_linspace(args, dtype):
         same_on_both(lambda d: torch.linspace(*args, dtype=dtype, device=d), **tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_linspace_complex(dtype):
+    # Each part steps on its own; the empty gather that comparing empty results reads
+    # must compile too.
+    cases = [(0, 1 + 2j, 5), (-1j, 3 + 1j, 7), (2, 2, 1), (1 + 1j, -4.5 - 2j, 50), (0, 1j, 0)]
+    with no_fallback():
+        for args in cases:
+            same_on_both(lambda d: torch.linspace(*args, dtype=dtype, device=d))
+        empty = torch.tensor([], dtype=torch.int64)
+        same_on_both(lambda d: torch.repeat_interleave(empty.to(d)))
+        same_on_both(lambda d: torch.empty(0, 3, device=d).index_select(0, empty.to(d)))
+
+
 def test_linspace_errors():
     with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
         torch.linspace(0, 1, -1, device="tpu")

@@ -487,6 +487,16 @@ impl Builder {
         dims: &GatherDims,
         shape: &[i64],
     ) -> Value {
+        // Reading from an empty dimension: nothing valid to read (the callers' index checks
+        // report any index), and a slice of size 1 from it does not verify.
+        let empty_source = x
+            .shape()
+            .iter()
+            .zip(&dims.slice_sizes)
+            .any(|(&n, &s)| s > n);
+        if empty_source {
+            return self.splat(Literal::Int(0), &TensorType::new(x.dtype(), shape));
+        }
         let attrs = format!(
             "dimension_numbers = #stablehlo.gather<offset_dims = {}, collapsed_slice_dims = {}, start_index_map = {}, index_vector_dim = {}>, slice_sizes = {}, indices_are_sorted = false",
             list(&dims.offset_dims),

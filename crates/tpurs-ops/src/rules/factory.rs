@@ -177,6 +177,15 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
     if steps < 0 {
         return runtime("number of steps must be non-negative");
     }
+    if dtype.is_complex() {
+        // CPU steps each part on its own (complex minus, divided by and times reals).
+        let part = dtype.real_part();
+        let re = linear_sequence(&mut ctx.b, start.as_f64(), end.as_f64(), steps, part);
+        let im = linear_sequence(&mut ctx.b, start.imag(), end.imag(), steps, part);
+        let (re, im) = (re?, im?);
+        let x = ctx.b.complex(&re, &im)?;
+        return into_out(ctx, out, x);
+    }
     // Integer outputs compute in double, as PyTorch does (then truncate).
     let w = if dtype.is_float() {
         opmath(dtype)
@@ -202,12 +211,18 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
         let base = b.full_like(&x, Literal::Float(base));
         Ok(b.pow(&base, &x)?)
     };
+    let x = linear_sequence(b, s, e, steps, w)?;
+    let x = power(b, x)?;
+    // Out-of-range integers wrap as CPU casts do.
+    let x = crate::dtype::cast(b, &x, dtype)?;
+    into_out(ctx, out, x)
+}
+
+/// `steps` values from `s` to `e` in float type `w`, as CPU's linspace kernel forms them:
+/// `s + step * i` for the first half, `e - step * (steps - 1 - i)` for the rest.
+fn linear_sequence(b: &mut Builder, s: f64, e: f64, steps: i64, w: DType) -> Result<Value> {
     if steps <= 1 {
-        let x = b.splat(Literal::Float(s), &TensorType::new(w, [steps]));
-        let x = power(b, x)?;
-        // Out-of-range integers wrap as CPU casts do.
-        let x = crate::dtype::cast(b, &x, dtype)?;
-        return into_out(ctx, out, x);
+        return Ok(b.splat(Literal::Float(s), &TensorType::new(w, [steps])));
     }
     let step = if w == DType::F32 {
         ((e as f32 - s as f32) / (steps - 1) as f32) as f64
@@ -231,10 +246,7 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
         &TensorType::new(DType::I64, [steps]),
     );
     let first = b.compare(CompareDir::Lt, &idx, &half)?;
-    let x = b.select(&first, &lo, &hi)?;
-    let x = power(b, x)?;
-    let x = crate::dtype::cast(b, &x, dtype)?;
-    into_out(ctx, out, x)
+    Ok(b.select(&first, &lo, &hi)?)
 }
 
 /// `eye.out(n, out)` / `eye.m_out(n, m, out)`: ones on the main diagonal.
@@ -464,7 +476,8 @@ pub(crate) fn register(reg: &mut Registry) {
         .any_cast();
     reg.ops(&["linspace.out"], linspace)
         .bake_scalars()
-        .any_cast();
+        .any_cast()
+        .complex();
     reg.ops(&["logspace.out"], logspace)
         .bake_scalars()
         .any_cast();

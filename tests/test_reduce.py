@@ -506,3 +506,27 @@ def test_reductions_over_more_than_64_dims_raise_like_cpu():
                 op(t, 0)
         with no_fallback():
             assert t.sum().item() == 1 and torch.cumsum(t, 0).shape == t.shape
+
+
+def test_hash_tensor():
+    # The xor of every element's 64-bit image (floats as doubles, integers sign-extended).
+    cases = [
+        torch.tensor([1.5, -2.0]),
+        torch.tensor([-1, 5, -7], dtype=torch.int8),
+        torch.tensor([200, 3], dtype=torch.uint8),
+        torch.tensor([True, True, True]),
+        torch.tensor([1.5, 3.0], dtype=torch.bfloat16),
+        torch.randint(-100, 100, (3, 4, 5)),
+    ]
+    y = torch.randn(3, 4, 5)
+    with no_fallback():
+        for x in cases:
+            check(torch.hash_tensor, x)
+        check(lambda t: (torch.hash_tensor(t, 1), torch.hash_tensor(t, [0, 2], keepdim=True)), y)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+            torch.hash_tensor(torch.zeros(0, device=device))
+        with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+            torch.hash_tensor(torch.zeros(2, 0, device=device), 1)
+        with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+            torch.hash_tensor(torch.ones(2, device=device), mode=1)

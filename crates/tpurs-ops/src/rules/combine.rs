@@ -50,6 +50,11 @@ pub(crate) fn or_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     b.or(x, y).expect("reduction operands share a type")
 }
 
+/// `x ^ y` as a reduction body.
+pub(crate) fn xor_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
+    b.xor(x, y).expect("reduction operands share a type")
+}
+
 /// The smallest value of `d` (the identity of `max`).
 pub(crate) fn lowest(d: DType) -> Literal {
     match d {

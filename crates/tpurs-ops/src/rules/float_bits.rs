@@ -4,9 +4,12 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::combine::xor_c;
+use super::reduce::{reduce, reduce_dims};
 use super::{common_dtype, float_dtype, one, operands};
 use crate::ctx::{Ctx, Out};
-use crate::error::Result;
+use crate::dtype::torch_name;
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// The signed integer type as wide as float type `dtype`.
@@ -164,7 +167,48 @@ fn frexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Registers the family.
+/// `hash_tensor(self, dim, keepdim, mode)`: the xor of each element's 64-bit image (floats
+/// widened to double, integers and bool to 64-bit integers) as uint64.
+fn hash_tensor(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let mode = ctx.int_or(3, 0)?;
+    if mode != 0 {
+        return runtime(format!("Unknown hash_tensor mode: {mode}"));
+    }
+    if ty.dtype.is_unsigned() && ty.dtype != DType::U8 {
+        return Err(Error::NotImplemented(format!(
+            "\"xor_sum_cpu\" not implemented for '{}'",
+            torch_name(ty.dtype)
+        )));
+    }
+    let listed = ctx.int_list(1)?;
+    if listed.is_empty() && ty.numel() == 0 {
+        return runtime(
+            "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. \
+             Specify the reduction dim with the 'dim' argument.",
+        );
+    }
+    let dims = reduce_dims(&listed, ty.rank())?;
+    if let Some(d) = dims.iter().find(|&&d| ty.shape[d as usize] == 0) {
+        return Err(Error::Index(format!(
+            "hash_tensor: Expected reduction dim {d} to have non-zero size."
+        )));
+    }
+    let keepdim = ctx.bool_or(2, false)?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let bits = if ty.dtype.is_float() {
+        let wide = b.convert(&x, DType::F64);
+        b.bitcast_convert(&wide, DType::U64)
+    } else {
+        let wide = b.convert(&x, DType::I64);
+        b.bitcast_convert(&wide, DType::U64)
+    };
+    one(reduce(b, &bits, &dims, Literal::Int(0), xor_c, keepdim)?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["hash_tensor", "hash_tensor.out"], hash_tensor);
     reg.ops(&["signbit", "signbit.out"], signbit);
     reg.ops(&["nextafter", "nextafter_", "nextafter.out"], nextafter);
     reg.ops(&["frexp.Tensor", "frexp.Tensor_out"], frexp);

@@ -14,7 +14,7 @@ use crate::table::Registry;
 
 /// Wraps the reduction dims `dims` of a rank-`rank` tensor, sorted; an empty list means all
 /// dims. A 0-d tensor accepts dims 0 / -1 and has nothing to reduce.
-fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<i64>> {
+pub(crate) fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<i64>> {
     if dims.is_empty() {
         return Ok((0..rank as i64).collect());
     }

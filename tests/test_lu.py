@@ -94,3 +94,39 @@ def test_lu_and_unpack():
             got = torch.lu_unpack(lu.to("tpu"), piv.to("tpu"), unpack_data=data, unpack_pivots=pivots)
             for g, e in zip(got, torch.lu_unpack(lu, piv, unpack_data=data, unpack_pivots=pivots)):
                 torch.testing.assert_close(g.cpu(), e)
+
+
+def test_det_gradient_of_a_transposed_layout():
+    # PyTorch factors A^T for a contiguous real A and A itself otherwise, and the backward
+    # solves with whichever LU the forward returned: the device must make the same choice.
+    a = torch.randn(3, 4, 4)
+    with no_fallback():
+        for f in (torch.linalg.det, lambda t: torch.linalg.slogdet(t)[1]):
+            check(lambda t: f(t.mT.contiguous().mT), a.clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+            check(f, a.clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex(dtype):
+    # Pivots by |re| + |im| as LAPACK's izamax does, so LU and pivots equal the CPU's.
+    a = torch.complex(torch.randn(2, 4, 4), torch.randn(2, 4, 4)).to(dtype)
+    rhs = torch.complex(torch.randn(2, 4, 3), torch.randn(2, 4, 3)).to(dtype)
+    tol = dict(atol=1e-4, rtol=1e-4)
+    with no_fallback():
+        check(lambda t: torch.linalg.lu_factor_ex(t), a, **tol)
+        check(
+            lambda t: (torch.linalg.inv(t), torch.linalg.det(t), torch.linalg.slogdet(t), torch.linalg.lu(t)), a, **tol
+        )
+        check(lambda t, r: (torch.linalg.solve(t, r), torch.linalg.solve(t, r[..., 0])), a, rhs, **tol)
+        check(lambda t, r: torch.linalg.solve(t, r.mT, left=False), a, rhs, **tol)
+        for left in (True, False):
+            for adjoint in (True, False):
+                check(
+                    lambda t, r: torch.linalg.lu_solve(
+                        *torch.linalg.lu_factor(t), r if left else r.mT, left=left, adjoint=adjoint
+                    ),
+                    a,
+                    rhs,
+                    **tol,
+                )
+        check(lambda t: torch.linalg.det(t).abs(), a.clone().requires_grad_(), grad=True, **tol)

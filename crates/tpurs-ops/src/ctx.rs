@@ -125,6 +125,12 @@ pub trait Inputs {
         -> Value;
     /// The generator state (`u64[2]`) this call's random numbers start from.
     fn rng_state(&mut self, b: &mut Builder) -> Value;
+    /// Whether tensor argument `arg` has a contiguous layout, for the few ops whose results
+    /// PyTorch's autograd formulas expect to depend on it. Drivers that do not track
+    /// layouts say contiguous.
+    fn is_contiguous(&self, _arg: usize) -> bool {
+        true
+    }
 }
 
 /// What a rule leaves behind besides its results.
@@ -230,6 +236,11 @@ impl<'a> Ctx<'a> {
             Arg::Scalar(s) => Ok(TensorType::scalar(s.dtype)),
             _ => Err(self.bad_arg(i, "a tensor")),
         }
+    }
+
+    /// Whether tensor argument `i` is laid out contiguously (see [`Inputs::is_contiguous`]).
+    pub fn is_contiguous(&self, i: usize) -> bool {
+        self.inputs.is_contiguous(i)
     }
 
     /// True when argument `i` is present (not `None`).

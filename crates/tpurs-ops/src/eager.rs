@@ -290,6 +290,11 @@ impl Inputs for EagerInputs<'_> {
     fn rng_state(&mut self, b: &mut Builder) -> Value {
         self.new_param(b, ParamSource::Rng, TensorType::new(DType::U64, [2]))
     }
+
+    fn is_contiguous(&self, arg: usize) -> bool {
+        self.view(arg, None)
+            .is_ok_and(|m| crate::view::is_contiguous(&m.sizes, &m.strides))
+    }
 }
 
 /// Lowers one call with its table rule: builds the program, writes mutated arguments back,

@@ -14,7 +14,7 @@ use crate::table::Registry;
 /// Checks a float batch of square matrices and returns its order.
 pub(super) fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
     let ty = ctx.ty(i)?;
-    if !ty.dtype.is_float() {
+    if !ty.dtype.is_float() && !ty.dtype.is_complex() {
         return Err(Error::NotImplemented(format!(
             "{op}: expected a floating point tensor, got {}",
             torch_name(ty.dtype)
@@ -30,10 +30,12 @@ pub(super) fn square(ctx: &Ctx, i: usize, op: &str) -> Result<i64> {
     Ok(ty.shape[r - 1])
 }
 
-/// Checks input `i` is a float32/float64 batch of matrices (what the decompositions take).
+/// Checks input `i` is a float32/float64 (or, for rules that opt in, complex) batch of
+/// matrices (what the decompositions take).
 pub(super) fn float_matrices(ctx: &Ctx, i: usize, op: &str) -> Result<TensorType> {
     let ty = ctx.ty(i)?;
-    if !matches!(ty.dtype, DType::F32 | DType::F64) {
+    // Complex types reach only the rules that opt in to them.
+    if !matches!(ty.dtype, DType::F32 | DType::F64 | DType::C64 | DType::C128) {
         return Err(Error::NotImplemented(format!(
             "{op}: not implemented for '{}'",
             torch_name(ty.dtype)

@@ -10,6 +10,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, TensorType, Value};
 
+use super::complex::{conjugate, magnitude};
+use super::complex_math::sgn_of;
 use super::linalg::{
     broadcast_batches, float_matrices, identity_like, solve_triangular_of, square, transpose_last,
 };
@@ -63,6 +65,16 @@ fn pick(b: &mut Builder, x: &Value, mask: &Value, dim: usize) -> Result<Value> {
     }))
 }
 
+/// The size LAPACK compares pivots by: `|x|`, and `|re| + |im|` for complex `x` (`izamax`).
+fn pivot_size(b: &mut Builder, x: &Value) -> Result<Value> {
+    if !x.dtype().is_complex() {
+        return Ok(b.abs(x));
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let (re, im) = (b.abs(&re), b.abs(&im));
+    Ok(b.add(&re, &im)?)
+}
+
 /// One column step of the factorisation on `[j, a, pivots, info]`.
 fn lu_step(b: &mut Builder, s: &[Value]) -> Result<Vec<Value>> {
     let (j, a, pivots, info) = (&s[0], &s[1], &s[2], &s[3]);
@@ -77,7 +89,7 @@ fn lu_step(b: &mut Builder, s: &[Value]) -> Result<Vec<Value>> {
     let row_v = b.iota(&rows, r - 2);
     let j_v = b.broadcast_in_dim(j, col_j.shape(), &[])?;
     let below = b.compare(CompareDir::Ge, &row_v, &j_v)?;
-    let mag = b.abs(&col_j);
+    let mag = pivot_size(b, &col_j)?;
     let minus = b.full_like(&mag, Literal::Float(-1.0));
     let cand = b.select(&below, &mag, &minus)?;
     let init = b.scalar_like(&cand, Literal::Float(f64::NEG_INFINITY));
@@ -261,18 +273,19 @@ fn inverse_permutation(b: &mut Builder, perm: &Value) -> Result<Value> {
     pick(b, &i, &hit, r - 1)
 }
 
-/// Solves `A X = B` (or `A^T X = B` with `adjoint`) from `A`'s LU and pivots.
+/// Solves `A X = B` (or `A^T X = B` with `transposed`, no conjugation) from `A`'s LU and
+/// pivots.
 fn lu_solve_left(
     b: &mut Builder,
     lu: &Value,
     perm: &Value,
     rhs: &Value,
-    adjoint: bool,
+    transposed: bool,
 ) -> Result<Value> {
     let (lu, rhs) = broadcast_batches(b, lu, rhs)?;
     let rb = rhs.rank() - 2;
     let perm = b.broadcast_to(perm, &rhs.shape()[..rb + 1])?;
-    if !adjoint {
+    if !transposed {
         let pb = gather_rows(b, &rhs, &perm)?;
         let y = solve_triangular_of(b, &lu, &pb, true, true, true, false)?;
         return solve_triangular_of(b, &lu, &y, false, true, false, false);
@@ -301,10 +314,12 @@ fn lu_solve(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (lu, piv, rhs) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.tensor(2)?);
     let b = &mut ctx.b;
     let perm = permutation(b, &piv, n)?;
+    // A^H = conj(A)^T; for real A conjugating does nothing.
+    let lu = if adjoint { conjugate(b, &lu)? } else { lu };
     if left {
         return Ok(vec![Some(lu_solve_left(b, &lu, &perm, &rhs, adjoint)?)]);
     }
-    // X A = B  <=>  A^T X^T = B^T.
+    // X A = B  <=>  A^T X^T = B^T (and X A^H = B  <=>  conj(A) X^T = B^T).
     let bt = transpose_last(b, &rhs)?;
     let xt = lu_solve_left(b, &lu, &perm, &bt, !adjoint)?;
     Ok(vec![Some(transpose_last(b, &xt)?)])
@@ -383,21 +398,34 @@ fn diagonal_and_parity(b: &mut Builder, lu: &Value, piv: &Value) -> Result<(Valu
     let odd = b.rem(&count, &two)?;
     let zero = b.full_like(&odd, Literal::Int(0));
     let even = b.compare(CompareDir::Eq, &odd, &zero)?;
-    let plus = b.full_like(&even, Literal::Float(1.0));
-    let plus = b.convert(&plus, lu.dtype());
+    let plus = b.full_like(&count, Literal::Int(1));
+    let plus = crate::dtype::cast(b, &plus, lu.dtype())?;
     let minus = b.neg(&plus);
     Ok((diag, b.select(&even, &plus, &minus)?))
 }
 
-/// `_linalg_det(A)` -> `(det, LU, pivots)`, the factors of `A^T`.
+/// The LU factors `_linalg_det` and `_linalg_slogdet` return: of `A^T` for a contiguous
+/// real `A`, else of `A`, as PyTorch factors them (their backwards solve with these
+/// factors and make the same choice).
+fn det_factors(ctx: &mut Ctx) -> Result<(Value, Value)> {
+    let transposed = ctx.is_contiguous(0) && !ctx.ty(0)?.dtype.is_complex();
+    let a = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let a = if transposed {
+        transpose_last(b, &a)?
+    } else {
+        a
+    };
+    let (lu, piv, _) = lu_factor(b, &a)?;
+    Ok((lu, piv))
+}
+
+/// `_linalg_det(A)` -> `(det, LU, pivots)`.
 fn det(ctx: &mut Ctx) -> Result<Vec<Out>> {
     square(ctx, 0, "linalg.det")?;
     float_matrices(ctx, 0, "linalg.det")?;
-    let a = ctx.tensor(0)?;
+    let (lu, piv) = det_factors(ctx)?;
     let b = &mut ctx.b;
-    // Of A^T, as PyTorch factors it here (its backward solves with these factors).
-    let at = transpose_last(b, &a)?;
-    let (lu, piv, _) = lu_factor(b, &at)?;
     let (diag, parity) = diagonal_and_parity(b, &lu, &piv)?;
     let init = b.scalar_like(&diag, Literal::Float(1.0));
     let prod = b.reduce(&diag, &init, &[diag.rank() as i64 - 1], |b, p, q| {
@@ -406,26 +434,32 @@ fn det(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(vec![Some(b.mul(&prod, &parity)?), Some(lu), Some(piv)])
 }
 
-/// `_linalg_slogdet(A)` -> `(sign, logabsdet, LU, pivots)`, the factors of `A^T`.
+/// `_linalg_slogdet(A)` -> `(sign, logabsdet, LU, pivots)`.
 fn slogdet(ctx: &mut Ctx) -> Result<Vec<Out>> {
     square(ctx, 0, "linalg.slogdet")?;
     float_matrices(ctx, 0, "linalg.slogdet")?;
-    let a = ctx.tensor(0)?;
+    let (lu, piv) = det_factors(ctx)?;
     let b = &mut ctx.b;
-    // Of A^T, as PyTorch factors it here (its backward solves with these factors).
-    let at = transpose_last(b, &a)?;
-    let (lu, piv, _) = lu_factor(b, &at)?;
     let (diag, parity) = diagonal_and_parity(b, &lu, &piv)?;
     let last = diag.rank() as i64 - 1;
-    let signs = b.sign(&diag);
+    // Complex determinants have a phase for a sign.
+    let signs = if diag.dtype().is_complex() {
+        sgn_of(b, &diag)?
+    } else {
+        b.sign(&diag)
+    };
     let one = b.scalar_like(&diag, Literal::Float(1.0));
     let sign = b.reduce(&signs, &one, &[last], |b, p, q| {
         b.mul(p, q).expect("same types")
     });
     let sign = b.mul(&sign, &parity)?;
-    let mag = b.abs(&diag);
+    let mag = if diag.dtype().is_complex() {
+        magnitude(b, &diag)?
+    } else {
+        b.abs(&diag)
+    };
     let logs = b.log(&mag);
-    let zero = b.scalar_like(&diag, Literal::Float(0.0));
+    let zero = b.scalar_like(&mag, Literal::Float(0.0));
     let logabs = b.reduce(&logs, &zero, &[last], |b, p, q| {
         b.add(p, q).expect("same types")
     });
@@ -504,12 +538,20 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["linalg_lu_factor_ex", "linalg_lu_factor_ex.out"],
         lu_factor_ex,
-    );
-    reg.ops(&["linalg_lu_solve", "linalg_lu_solve.out"], lu_solve);
-    reg.ops(&["linalg_inv_ex", "linalg_inv_ex.inverse"], inv_ex);
-    reg.ops(&["_linalg_solve_ex", "_linalg_solve_ex.result"], solve_ex);
-    reg.ops(&["_linalg_det", "_linalg_det.result"], det);
-    reg.ops(&["_linalg_slogdet", "_linalg_slogdet.sign"], slogdet);
-    reg.ops(&["linalg_lu", "linalg_lu.out"], linalg_lu);
-    reg.ops(&["lu_unpack", "lu_unpack.out"], lu_unpack);
+    )
+    .complex();
+    reg.ops(&["linalg_lu_solve", "linalg_lu_solve.out"], lu_solve)
+        .complex();
+    reg.ops(&["linalg_inv_ex", "linalg_inv_ex.inverse"], inv_ex)
+        .complex();
+    reg.ops(&["_linalg_solve_ex", "_linalg_solve_ex.result"], solve_ex)
+        .complex();
+    reg.ops(&["_linalg_det", "_linalg_det.result"], det)
+        .complex();
+    reg.ops(&["_linalg_slogdet", "_linalg_slogdet.sign"], slogdet)
+        .complex();
+    reg.ops(&["linalg_lu", "linalg_lu.out"], linalg_lu)
+        .complex();
+    reg.ops(&["lu_unpack", "lu_unpack.out"], lu_unpack)
+        .complex();
 }

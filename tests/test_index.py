@@ -41,6 +41,8 @@ def test_gather(dtype):
         check(lambda t, i: torch.gather(t, 0, i), x, idx, grad=g, **tol(dtype))
         check(lambda t, i: torch.gather(t, 1, i), x, torch.randint(0, 5, (2, 3)), grad=g, **tol(dtype))
         check(lambda t, i: torch.gather(t, -1, i), x, torch.randint(0, 5, (4, 7)), grad=g, **tol(dtype))
+        # An empty index is not checked further, not even its dtype (as on the CPU).
+        check(lambda t, i: torch.gather(t, 1, i), x, torch.zeros(0, 7, dtype=torch.uint8))
 
         def with_out(t, i):
             out = torch.empty(0, dtype=t.dtype, device=t.device)

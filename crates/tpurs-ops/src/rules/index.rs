@@ -230,15 +230,17 @@ fn check_along(ctx: &mut Ctx, idx: &Value, shape: &[i64], dim: usize) -> Result<
 fn gather(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
+    // CPU checks nothing more for an empty index, not even its dtype.
+    let index_ty = ctx.ty(2)?;
+    if index_ty.numel() == 0 {
+        return one(ctx
+            .b
+            .splat(Literal::Int(0), &index_ty.with_dtype(x.dtype())));
+    }
     let idx = index_arg(ctx, 2, "gather", true)?;
     check_gather_shapes("gather", x.shape(), idx.shape(), dim, None)?;
     check_along(ctx, &idx, x.shape(), dim)?;
     let out_shape = idx.shape().to_vec();
-    if idx.ty.numel() == 0 {
-        return one(ctx
-            .b
-            .splat(Literal::Int(0), &TensorType::new(x.dtype(), out_shape)));
-    }
     let x1 = at_least_1d(&mut ctx.b, &x)?;
     let i1 = at_least_1d(&mut ctx.b, &idx)?;
     let c = coords(&mut ctx.b, &i1, dim)?;

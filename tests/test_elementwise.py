@@ -131,6 +131,30 @@ def test_sinh_cosh_near_zero_and_near_overflow():
         check(lambda t: (torch.sinh(t), torch.cosh(t)), x, atol=0, rtol=2e-6)
 
 
+def test_maximum_minimum_clamp_nan_and_signed_zeros():
+    # A NaN in either operand propagates (XLA's max kept x when y was NaN); ties between
+    # signed zeros pick the second operand for tensor bounds and x for number bounds, as CPU.
+    v = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -2.0]
+    a = torch.tensor([x for x in v for _ in v])
+    b = torch.tensor([y for _ in v for y in v])
+
+    def exact(t):
+        # Compares signs of zeros too (assert_close treats 0.0 and -0.0 as equal), not of NaNs.
+        return torch.stack([t, (torch.signbit(t) & ~t.isnan()).to(t.dtype)])
+
+    with no_fallback():
+        check(lambda x, y: exact(torch.maximum(x, y)), a, b, atol=0, rtol=0)
+        check(lambda x, y: exact(torch.minimum(x, y)), a, b, atol=0, rtol=0)
+        check(lambda x, y: exact(torch.clamp(x, y, y.flip(0))), a, b, atol=0, rtol=0)
+        check(lambda x: exact(torch.clamp(x, -0.0, 1.0)), a, atol=0, rtol=0)
+        check(lambda x: exact(torch.clamp_max(x, 0.0)), a, atol=0, rtol=0)
+        check(lambda x: torch.clamp(x, float("nan")), a)
+        # The foreach forms optimizers call (amsgrad's running max), and inf-norms over NaN.
+        check(lambda x, y: torch._foreach_maximum([x], [y])[0], a, b)
+        check(lambda x, y: torch._foreach_clamp_max([x], 1.0)[0], a, b)
+        check(lambda x: torch._foreach_norm([x, x.flip(0)], float("inf")), a)
+
+
 def test_copysign_fmax_fmin():
     nan = float("nan")
     a = torch.tensor([1.0, -2.0, 3.0, nan, 0.0, -0.0, 5.0])

@@ -3,6 +3,8 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use crate::error::Result;
+
 /// A reduction's combining function on two 0-d values of one type.
 pub(crate) type Combine = fn(&mut Builder, &Value, &Value) -> Value;
 
@@ -38,6 +40,24 @@ fn nan_or(b: &mut Builder, x: &Value, y: &Value, m: Value) -> Value {
     let y_num = b.compare(CompareDir::Eq, y, y).expect("same type");
     let both = b.and(&x_num, &y_num).expect("same type");
     b.select(&both, &m, &s).expect("same type")
+}
+
+/// Elementwise `maximum` (`is_max`) or `minimum` as CPU computes it: `x` where `x` is NaN or
+/// beyond `y`, else `y`. A NaN in either operand propagates (XLA's own max keeps `x` when `y`
+/// is NaN) and `maximum(0.0, -0.0)` is `-0.0`, as on the CPU.
+pub(crate) fn extremum(b: &mut Builder, x: &Value, y: &Value, is_max: bool) -> Result<Value> {
+    if !x.dtype().is_float() {
+        return Ok(if is_max { b.max(x, y)? } else { b.min(x, y)? });
+    }
+    let dir = if is_max {
+        CompareDir::Gt
+    } else {
+        CompareDir::Lt
+    };
+    let beyond = b.compare(dir, x, y)?;
+    let x_nan = b.compare(CompareDir::Ne, x, x)?;
+    let keep_x = b.or(&beyond, &x_nan)?;
+    Ok(b.select(&keep_x, x, y)?)
 }
 
 /// `x && y` as a reduction body.

@@ -3,6 +3,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::combine::extremum;
 use super::complex::{exp_of, scale};
 use super::complex_math::{expm1_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig};
 use super::float_bits::with_sign_of;
@@ -591,13 +592,15 @@ fn clamp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let dtype = common_dtype(ctx, &idxs)?;
     let v = operands(ctx, &idxs, dtype)?;
     let mut x = v[0].clone();
-    let mut k = 1;
-    if lo_i.is_some() {
-        x = ctx.b.max(&x, &v[k])?;
-        k += 1;
-    }
-    if hi_i.is_some() {
-        x = ctx.b.min(&x, &v[k])?;
+    let bounds = [lo_i.map(|i| (i, true)), hi_i.map(|i| (i, false))];
+    for ((i, is_lo), bound) in bounds.into_iter().flatten().zip(&v[1..]) {
+        // CPU keeps `x` on a tie with a number bound, the bound on a tie with a tensor one
+        // (which differs for signed zeros).
+        x = if matches!(ctx.arg(i), crate::ctx::Arg::Scalar(_)) {
+            extremum(&mut ctx.b, bound, &x, is_lo)?
+        } else {
+            extremum(&mut ctx.b, &x, bound, is_lo)?
+        };
     }
     one(x)
 }
@@ -728,10 +731,10 @@ pub(crate) fn register(reg: &mut Registry) {
     )
     .complex();
     reg.ops(&["maximum", "maximum.out"], |ctx| {
-        binary(ctx, |b, x, y| Ok(b.max(x, y)?))
+        binary(ctx, |b, x, y| extremum(b, x, y, true))
     });
     reg.ops(&["minimum", "minimum.out"], |ctx| {
-        binary(ctx, |b, x, y| Ok(b.min(x, y)?))
+        binary(ctx, |b, x, y| extremum(b, x, y, false))
     });
     reg.ops(&["atan2", "atan2_", "atan2.out"], |ctx| {
         float_binary(ctx, |b, x, y| Ok(b.atan2(x, y)?))

@@ -6,6 +6,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
+use super::combine::{extremum, max_c, min_c};
 use super::factory::{addc_check, addc_of, lerp_of};
 use super::{broadcast_all, float_dtype};
 use crate::ctx::{Ctx, Out};
@@ -169,14 +170,14 @@ fn div_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
     Ok(b.div(&v[0], &v[1])?)
 }
 
-/// `max(x, y)` propagating NaN.
+/// `max(x, y)` propagating NaN; `x` on a tie (signed zeros), as CPU's foreach kernels.
 fn max_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    Ok(b.max(&v[0], &v[1])?)
+    extremum(b, &v[1], &v[0], true)
 }
 
-/// `min(x, y)` propagating NaN.
+/// `min(x, y)` propagating NaN; `x` on a tie.
 fn min_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    Ok(b.min(&v[0], &v[1])?)
+    extremum(b, &v[1], &v[0], false)
 }
 
 /// `x ^ y`.
@@ -331,10 +332,10 @@ fn norm_of(b: &mut Builder, x: &Value, ord: f64) -> Result<Value> {
         sum(b, &a)
     } else if ord == f64::INFINITY {
         let z = b.constant(Literal::Float(0.0), w);
-        b.reduce(&a, &z, &dims, |b, p, q| b.max(p, q).expect("same types"))
+        b.reduce(&a, &z, &dims, max_c)
     } else if ord == f64::NEG_INFINITY {
         let z = b.constant(Literal::Float(f64::INFINITY), w);
-        b.reduce(&a, &z, &dims, |b, p, q| b.min(p, q).expect("same types"))
+        b.reduce(&a, &z, &dims, min_c)
     } else if ord == 0.0 {
         let z = b.full_like(&x, Literal::Float(0.0));
         let nz = b.compare(CompareDir::Ne, &x, &z)?;

@@ -29,6 +29,8 @@ def test_div_modes(dtype):
     check(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b, **tol(dtype))
     check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b, **tol(dtype))
     check(torch.remainder, a, b, **tol(dtype))
+    with no_fallback():
+        check(lambda y: (torch.remainder(5, y), -3 % y, torch.remainder(2.5, y)), b, **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

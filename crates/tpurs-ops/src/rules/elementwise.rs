@@ -711,6 +711,11 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(tensor_out_variants!("remainder"), |ctx| {
         dividing(ctx, remainder_of)
     });
+    // `number % tensor`.
+    reg.ops(
+        &["remainder.Scalar_Tensor", "remainder.Scalar_Tensor_out"],
+        |ctx| dividing(ctx, remainder_of),
+    );
     reg.ops(tensor_out_variants!("fmod"), |ctx| {
         dividing(ctx, |b, x, y| Ok(b.rem(x, y)?))
     });

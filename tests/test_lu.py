@@ -106,6 +106,21 @@ def test_det_gradient_of_a_transposed_layout():
             check(f, a.clone().requires_grad_(), grad=True, atol=1e-4, rtol=1e-4)
 
 
+def test_det_gradient_of_a_transposed_layout_under_compile():
+    # The graph driver learns each value's layout from the traced graph's metadata.
+    a = torch.randn(3, 4, 4, dtype=torch.float64)
+
+    def f(t):
+        return torch.linalg.det(t.mT).sum() + torch.linalg.slogdet(t.mT)[1].sum() + torch.linalg.det(t).sum()
+
+    expected = a.clone().requires_grad_()
+    f(expected).backward()
+    got = a.to("tpu").requires_grad_()
+    with no_fallback():
+        torch.compile(f, backend="tpu", fullgraph=True)(got).backward()
+    torch.testing.assert_close(got.grad.cpu(), expected.grad)
+
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex(dtype):
     # Pivots by |re| + |im| as LAPACK's izamax does, so LU and pivots equal the CPU's.

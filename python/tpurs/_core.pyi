@@ -24,6 +24,7 @@ def register_graph(
     inputs: list[tuple[int, list[int]]],
     nodes: list[tuple[str, list, int]],
     outputs: list[int],
+    strided: list[int],
     default_dtype: int,
     precision: str,
 ) -> tuple[int, str]: ...

@@ -214,12 +214,19 @@ def _tensor_type(t: Any) -> tuple[int, list[int]]:
         raise Unsupported("dynamic shapes") from e
 
 
+def _strided(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and not t.is_contiguous()
+
+
 class _Described:
     """A graph module as the Rust graph driver reads it, and how to call it."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
         env: dict = {}
         self.inputs: list[tuple[int, list[int]]] = []
+        # Values eager PyTorch would hold in a non-contiguous layout: the few rules whose
+        # results autograd expects to follow the layout (det's LU factors) ask for it.
+        self.strided: list[int] = []
         self.sources: list[tuple[str, Any]] = []  # ("arg", i) or ("const", tensor)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         for i, node in enumerate(placeholders):
@@ -248,6 +255,7 @@ class _Described:
                 vals = list(val) if isinstance(val, (tuple, list)) else [val]
                 n = len(vals)
                 outs = [_tensor_type(v) for v in vals] if any(w[2] for w in call.writes) else []
+                self.strided += [count + k for k, v in enumerate(vals) if _strided(v)]
                 self.nodes.append((call.name, call.args(node, env), n, call.writes, outs))
                 env[node] = list(range(count, count + n)) if isinstance(val, (tuple, list)) else count
                 count += n
@@ -262,6 +270,8 @@ class _Described:
 
     def _add_input(self, node: torch.fx.Node, val: Any, source: tuple, env: dict) -> None:
         env[node] = len(self.inputs)
+        if _strided(val):
+            self.strided.append(len(self.inputs))
         self.inputs.append(_tensor_type(val))
         self.sources.append(source)
 
@@ -307,7 +317,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
         desc = _Described(gm, example_inputs)
         dtype = _DTYPE_CODES[torch.get_default_dtype()]
         precision = torch.get_float32_matmul_precision()
-        graph_id, mlir = _core.register_graph(desc.inputs, desc.nodes, desc.outputs, dtype, precision)
+        graph_id, mlir = _core.register_graph(desc.inputs, desc.nodes, desc.outputs, desc.strided, dtype, precision)
     except (Unsupported, NotImplementedError, ValueError, RuntimeError, TypeError) as e:
         return _eager_fallback(gm, e)
     _dump("stablehlo.mlir", mlir)

@@ -55,6 +55,9 @@ pub struct Graph {
     pub nodes: Vec<Node>,
     /// The values returned, by index.
     pub outputs: Vec<usize>,
+    /// The values eager PyTorch holds in a non-contiguous layout (see
+    /// [`Inputs::is_contiguous`]).
+    pub strided: Vec<usize>,
     /// `torch.get_default_dtype()` when the graph was traced.
     pub default_float: DType,
     /// `torch.get_float32_matmul_precision()` when the graph was traced.
@@ -109,6 +112,7 @@ impl Inputs for FreshRng {
 struct NodeInputs<'a> {
     args: &'a [NodeArg],
     env: &'a [Option<Value>],
+    strided: &'a [usize],
     outer: &'a mut dyn Inputs,
 }
 
@@ -132,6 +136,13 @@ impl Inputs for NodeInputs<'_> {
 
     fn rng_state(&mut self, b: &mut Builder) -> Value {
         self.outer.rng_state(b)
+    }
+
+    fn is_contiguous(&self, arg: usize) -> bool {
+        match self.args.get(arg) {
+            Some(Arg::Tensor(NodeRef::Value(v))) => !self.strided.contains(v),
+            _ => true,
+        }
     }
 }
 
@@ -198,6 +209,7 @@ fn lower_graph(
         let mut feed = NodeInputs {
             args: &node.args,
             env: &env,
+            strided: &graph.strided,
             outer: &mut *outer,
         };
         let ctx = Ctx::new(

@@ -89,6 +89,7 @@ pub(crate) fn decode_graph(
     inputs: Vec<(i32, Vec<i64>)>,
     nodes: Vec<NodeDesc<'_>>,
     outputs: Vec<usize>,
+    strided: Vec<usize>,
     default_dtype: i32,
     precision: &str,
 ) -> PyResult<Graph> {
@@ -119,6 +120,7 @@ pub(crate) fn decode_graph(
         inputs,
         nodes,
         outputs,
+        strided,
         default_float: dtype(default_dtype)?,
         precision: match precision {
             "highest" => Precision::Highest,

@@ -215,10 +215,11 @@ fn register_graph(
     inputs: Vec<(i32, Vec<i64>)>,
     nodes: Vec<graph::NodeDesc<'_>>,
     outputs: Vec<usize>,
+    strided: Vec<usize>,
     default_dtype: i32,
     precision: &str,
 ) -> PyResult<(i64, String)> {
-    let graph = graph::decode_graph(inputs, nodes, outputs, default_dtype, precision)?;
+    let graph = graph::decode_graph(inputs, nodes, outputs, strided, default_dtype, precision)?;
     rt()?.register_graph(graph).map_err(to_py)
 }
 

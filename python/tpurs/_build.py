@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "lstsq.cpp", "native.cpp", "profiler.cpp")
+_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "lstsq.cpp", "native.cpp", "pinned.cpp", "profiler.cpp")
 _HEADERS = ("bridge.h", "tpurs_core_api.h")
 
 

@@ -124,6 +124,8 @@ pub type PJRT_Buffer_Type = c_int;
 pub type PJRT_HostBufferSemantics = c_int;
 /// The runtime copies `data` before `BufferFromHostBuffer` returns.
 pub const PJRT_HostBufferSemantics_kImmutableOnlyDuringCall: PJRT_HostBufferSemantics = 0;
+/// The runtime may read `data` until `done_with_host_buffer` fires.
+pub const PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes: PJRT_HostBufferSemantics = 1;
 
 // --------------------------------- Structs -----------------------------------
 

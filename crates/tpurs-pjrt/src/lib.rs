@@ -68,12 +68,14 @@ mod compile_options;
 mod error;
 mod executable;
 mod ffi;
+mod upload;
 
 pub use buffer::{Buffer, ElementType};
 pub use client::{Client, DeviceInfo, MemoryStats, NamedValue};
 pub use compile_options::{CompileOptions, OverrideValue};
 pub use error::{code_name, Error, Result};
 pub use executable::LoadedExecutable;
+pub use upload::{HostBytes, PendingUpload};
 
 #[cfg(test)]
 mod tests {

@@ -525,3 +525,55 @@ fn spmd_program_runs_partitioned_over_two_devices() {
         assert_eq!(read_f32(&out[0]), vec![110.0], "partition {d}");
     }
 }
+
+/// Host memory that says when it is released.
+struct Owned {
+    bytes: Vec<u8>,
+    released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.released
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn async_upload_holds_the_host_bytes_until_done() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tpurs_pjrt::HostBytes;
+    let c = client();
+    let values: Vec<f32> = (0..262_144).map(|i| i as f32).collect();
+    let released = std::sync::Arc::new(AtomicBool::new(false));
+    let owned = Box::new(Owned {
+        bytes: f32s(&values),
+        released: released.clone(),
+    });
+    let (ptr, len) = (owned.bytes.as_ptr(), owned.bytes.len());
+    // SAFETY: `owned` keeps the bytes alive and nothing writes them.
+    let bytes = unsafe { HostBytes::new(ptr, len, owned) };
+    let (buffer, pending) = c
+        .buffer_from_host_async(bytes, ElementType::F32, &[262_144], 0)
+        .unwrap();
+    // 1 MiB is over the plugin's limit for copying during the call.
+    let pending = pending.expect("the plugin reads the bytes after the call");
+    assert!(!released.load(Ordering::SeqCst));
+    assert_eq!(read_f32(&buffer), values);
+    pending.wait().unwrap();
+    assert!(released.load(Ordering::SeqCst));
+
+    // A wrong size is refused and the bytes released at once.
+    let released = std::sync::Arc::new(AtomicBool::new(false));
+    let owned = Box::new(Owned {
+        bytes: vec![0; 12],
+        released: released.clone(),
+    });
+    let (ptr, len) = (owned.bytes.as_ptr(), owned.bytes.len());
+    // SAFETY: as above.
+    let bytes = unsafe { HostBytes::new(ptr, len, owned) };
+    assert!(c
+        .buffer_from_host_async(bytes, ElementType::F32, &[4], 0)
+        .is_err());
+    assert!(released.load(Ordering::SeqCst));
+}

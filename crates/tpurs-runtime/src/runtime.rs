@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 use tpurs_ops::checks::Check;
-use tpurs_pjrt::{Buffer, Client, NamedValue};
+use tpurs_pjrt::{Buffer, Client, NamedValue, PendingUpload};
 
 use crate::cache::MemoryCache;
 use crate::collectives::CollectiveCache;
@@ -68,6 +68,8 @@ pub struct Runtime {
     pub(crate) profile: Recorder,
     /// Device-side checks launched since the host last waited, in launch order.
     pub(crate) checks: Mutex<Vec<(Arc<Storage>, Check)>>,
+    /// `non_blocking` uploads the plugin may still be reading host memory for.
+    pub(crate) uploads: Mutex<Vec<PendingUpload>>,
 }
 
 /// Client options per platform. The CPU plugin takes its device count. The GPU plugin
@@ -141,6 +143,7 @@ impl Runtime {
             next_batch: AtomicU64::new(n as u64 + 1),
             rng: (0..n).map(|_| Mutex::new(RngState::default())).collect(),
             last_output: (0..n).map(|_| Mutex::new(None)).collect(),
+            uploads: Mutex::new(Vec::new()),
             scalars: Mutex::new(FxHashMap::default()),
             batches: (1..=n as u64)
                 .map(|id| Mutex::new(Batch::new(id)))
@@ -329,6 +332,10 @@ impl Runtime {
     /// Launches pending work and waits for the most recent launch on `device` to finish.
     pub fn synchronize(&self, device: usize) -> Result<()> {
         self.batch(device).flush(self, device)?;
+        let uploads = std::mem::take(&mut *self.uploads.lock().unwrap_or_else(|e| e.into_inner()));
+        for upload in uploads {
+            upload.wait()?;
+        }
         self.raise_checks()?;
         let last = self.last_output[device]
             .lock()

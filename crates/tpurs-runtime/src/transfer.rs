@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use tpurs_hlo::{DType, Precision};
-use tpurs_pjrt::ElementType;
+use tpurs_pjrt::{Buffer, ElementType, HostBytes};
 
 use crate::abi::{CArg, StorageRef, TensorRef, TpursWrite};
 use crate::error::{invalid, ErrorKind, Result};
@@ -196,36 +196,69 @@ fn record_copy(rt: &Runtime, name: &str, device: usize, bytes: usize, start: i64
     );
 }
 
-/// Copies `bytes` (dense, host) into the tensor `dst`.
+/// Copies `bytes` (dense, host) into the tensor `dst`; the copy is done when this returns.
 pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Result<()> {
     let dst = View::new(dst)?;
-    if bytes.len() != dst.nbytes() {
-        return invalid(
-            ErrorKind::Runtime,
-            format!(
-                "copy of {} bytes into a tensor of {}",
-                bytes.len(),
-                dst.nbytes()
-            ),
-        );
-    }
-    let numel = dst.numel();
+    check_upload_size(&dst, bytes.len())?;
     let start = rt.profile.on().then(now_ns);
     let buffer =
         rt.client
-            .buffer_from_host(bytes, element_type(dst.dtype), &[numel], dst.device())?;
-    bump(&rt.metrics.h2d_bytes, bytes.len() as u64);
+            .buffer_from_host(bytes, element_type(dst.dtype), &[dst.numel()], dst.device())?;
+    finish_upload(rt, &dst, buffer, bytes.len(), start)
+}
+
+/// Starts copying `bytes` (dense, host, kept alive by their owner) into the tensor `dst`
+/// and returns while the plugin may still read them (`non_blocking=True` from pinned
+/// memory). The bytes are released once the plugin is done, at the latest at the next
+/// `synchronize`.
+pub(crate) fn copy_from_host_async(rt: &Runtime, dst: &TensorRef, bytes: HostBytes) -> Result<()> {
+    let dst = View::new(dst)?;
+    check_upload_size(&dst, bytes.len())?;
+    let len = bytes.len();
+    let start = rt.profile.on().then(now_ns);
+    let (buffer, pending) = rt.client.buffer_from_host_async(
+        bytes,
+        element_type(dst.dtype),
+        &[dst.numel()],
+        dst.device(),
+    )?;
+    if let Some(pending) = pending {
+        let mut uploads = rt.uploads.lock().unwrap_or_else(|e| e.into_inner());
+        uploads.retain(|u| !u.is_done());
+        uploads.push(pending);
+    }
+    finish_upload(rt, &dst, buffer, len, start)
+}
+
+fn check_upload_size(dst: &View, len: usize) -> Result<()> {
+    if len != dst.nbytes() {
+        return invalid(
+            ErrorKind::Runtime,
+            format!("copy of {len} bytes into a tensor of {}", dst.nbytes()),
+        );
+    }
+    Ok(())
+}
+
+fn finish_upload(
+    rt: &Runtime,
+    dst: &View,
+    buffer: Buffer,
+    len: usize,
+    start: Option<i64>,
+) -> Result<()> {
+    bump(&rt.metrics.h2d_bytes, len as u64);
     if let Some(start) = start {
         buffer.block_until_ready()?;
-        record_copy(rt, "copy host to device", dst.device(), bytes.len(), start);
+        record_copy(rt, "copy host to device", dst.device(), len, start);
     }
     write_flat(
         rt,
-        &dst,
+        dst,
         Flat {
             buffer: Arc::new(buffer),
             dtype: dst.dtype,
-            numel,
+            numel: dst.numel(),
         },
     )
 }

@@ -28,6 +28,10 @@ TpursArg tensor_arg(const at::Tensor& t);
 // The allocator whose buffers are Rust storages.
 c10::Allocator* allocator();
 
+// Page-aligned host memory (pin_memory) and whether `p` lies in such a block.
+c10::Allocator* pinned_allocator();
+bool is_pinned(const void* p);
+
 // Wraps a Rust storage (ownership passes to torch) as a contiguous tensor.
 at::Tensor wrap_storage(void* storage, int64_t nbytes, int32_t dtype, int32_t device, const int64_t* sizes,
                         int64_t ndim);

@@ -74,7 +74,22 @@ void negate_stored(const at::Tensor& t) { (t.is_neg() ? t._neg_view() : t).neg_(
 // Conjugates what `t` stores, whatever its conjugate bit says.
 void conjugate_stored(const at::Tensor& t) { (t.is_conj() ? t.conj() : t).conj_physical_(); }
 
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+void release_storage(void* storage) { delete static_cast<c10::Storage*>(storage); }
+
+// A `non_blocking` copy of a whole pinned tensor starts the upload and returns; the source
+// storage stays referenced until the plugin has read it. False where it does not apply.
+bool upload_pinned(const at::Tensor& self, const at::Tensor& dst) {
+  if (self.scalar_type() != dst.scalar_type() || self.sizes() != dst.sizes() || !self.is_contiguous() ||
+      self.is_neg() || self.is_conj() || dst.is_neg() || dst.is_conj() || !is_pinned(self.storage().data())) {
+    return false;
+  }
+  TpursArg d = tensor_arg(dst);
+  check(g_api->copy_from_host_async(g_rt, &d, self.data_ptr(), static_cast<int64_t>(self.nbytes()),
+                                    new c10::Storage(self.storage()), &release_storage));
+  return true;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
   // torch checks this after handing other devices' copies to `_copy_from`.
   at::assert_no_internal_overlap(dst);
@@ -100,6 +115,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     if (flip) negate_stored(dst);
     if (conj) conjugate_stored(dst);
   } else if (is_tpu(dst)) {
+    if (non_blocking && upload_pinned(self, dst)) return dst;
     at::Tensor src = self.resolve_neg().resolve_conj().to(dst.scalar_type()).expand_as(dst).contiguous();
     TpursArg d = tensor_arg(dst);
     check(g_api->copy_from_host(g_rt, &d, src.data_ptr(), static_cast<int64_t>(src.nbytes())));

@@ -3,7 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#define TPURS_API_VERSION 3
+#define TPURS_API_VERSION 4
 
 // A Rust runtime (opaque); calls that need one take the runtime the bridge was started with.
 typedef struct TpursRuntime TpursRuntime;
@@ -112,6 +112,10 @@ typedef struct TpursCoreApi {
   void* (*storage_new)(const TpursRuntime* rt, int32_t device, int64_t nbytes);
   void (*storage_free)(void*);
   int32_t (*copy_from_host)(const TpursRuntime* rt, const TpursArg* dst, const void* src, int64_t nbytes);
+  // Starts the upload and returns while `src` may still be read; `release(owner)` runs once
+  // it is not (also on failure).
+  int32_t (*copy_from_host_async)(const TpursRuntime* rt, const TpursArg* dst, const void* src, int64_t nbytes,
+                                  void* owner, void (*release)(void*));
   int32_t (*copy_to_host)(const TpursRuntime* rt, const TpursArg* src, void* dst, int64_t nbytes);
   int32_t (*copy_between)(const TpursRuntime* rt, const TpursArg* dst, const TpursArg* src);
   const char* (*last_error)(void);

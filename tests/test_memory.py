@@ -50,3 +50,47 @@ def test_device_memory_info_and_summary():
 def test_invalid_device_raises():
     with pytest.raises(RuntimeError, match="Invalid device"):
         torch.tpu.memory_allocated(7)
+
+
+def _allocate_here():
+    return torch.randn(64, 64, device="tpu")
+
+
+def test_memory_history_names_the_python_stack_of_each_live_storage(tmp_path):
+    import pickle
+
+    from torch.cuda import _memory_viz
+
+    torch.tpu.memory._record_memory_history(max_entries=100)
+    try:
+        x = _allocate_here()
+        y = x * 2  # a table op's result is recorded too
+        address = y.untyped_storage().data_ptr()
+        del y
+        snapshot = torch.tpu.memory._snapshot()
+    finally:
+        torch.tpu.memory._record_memory_history(None)
+    (segment,) = [s for s in snapshot["segments"] if s["address"] == x.untyped_storage().data_ptr()]
+    assert segment["total_size"] == 64 * 64 * 4 and segment["device"] == 0
+    top = segment["blocks"][0]["frames"][0]
+    assert (top["name"], top["filename"]) == ("_allocate_here", __file__)
+    assert all(s["address"] != address for s in snapshot["segments"]), "freed storages are not live"
+    actions = [(e["action"], e["addr"]) for e in snapshot["device_traces"][0]]
+    assert ("alloc", address) in actions and ("free_completed", address) in actions
+    # torch's own viewers read it as a CUDA snapshot
+    assert "Summary of segments" in _memory_viz.segsum(snapshot)
+    assert "entries" in _memory_viz.trace(snapshot)
+    path = tmp_path / "snapshot.pickle"
+    torch.tpu.memory._record_memory_history()
+    try:
+        z = torch.ones(8, device="tpu")
+        torch.tpu.memory._dump_snapshot(str(path))
+    finally:
+        torch.tpu.memory._record_memory_history(None)
+    dumped = pickle.loads(path.read_bytes())
+    assert any(s["address"] == z.untyped_storage().data_ptr() for s in dumped["segments"])
+    # stopped: nothing is recorded and the history is cleared
+    torch.ones(8, device="tpu")
+    assert torch.tpu.memory._snapshot() == {"segments": [], "device_traces": [[]] * torch.tpu.device_count()}
+    with pytest.raises(ValueError):
+        torch.tpu.memory._record_memory_history("everything")

@@ -5,6 +5,13 @@ and `empty_cache` has nothing to release."""
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import pickle
+import sys
+import threading
+import time
+import traceback
 from collections import OrderedDict
 from typing import Any
 
@@ -22,6 +29,131 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
 ]
+
+# `_record_memory_history` / `_snapshot` with CUDA's names and snapshot format (what
+# `torch.cuda._memory_viz` reads): each storage is one segment holding one block.
+_HOOK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)
+_lock = threading.Lock()
+_live: dict[int, dict] = {}  # address -> block of a storage allocated while recording
+_trace: list[dict] = []  # alloc / free_completed events, when recording "all"
+_settings = {"trace": False, "max_entries": sys.maxsize, "hooked": False}
+
+
+def _frames() -> list[dict]:
+    """The Python stack of the allocation, innermost first, without this module's frames."""
+    stack = traceback.extract_stack()[:-2]
+    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
+
+
+def _on_memory_event(event: int, address: int | None, nbytes: int, device: int) -> None:
+    try:
+        address = address or 0
+        with _lock:
+            if event == 1:
+                frames = _frames()
+                _live[address] = {"device": device, "size": nbytes, "frames": frames}
+                entry = {"action": "alloc", "addr": address, "size": nbytes, "device": device, "frames": frames}
+            else:
+                block = _live.pop(address, None)
+                if block is None:
+                    return  # allocated before recording started
+                entry = {"action": "free_completed", "addr": address, "size": block["size"], "device": block["device"]}
+                entry["frames"] = block["frames"]
+            if _settings["trace"]:
+                entry["time_us"] = time.time_ns() // 1000
+                entry["stream"] = 0
+                _trace.append(entry)
+                del _trace[: max(0, len(_trace) - _settings["max_entries"])]
+    except Exception:  # an exception must not cross into the C++ allocator
+        pass
+
+
+_hook = _HOOK_TYPE(_on_memory_event)  # kept alive for the process: the bridge may call it
+
+
+def _set_hook(on: bool) -> None:
+    from . import _build
+
+    bridge = ctypes.CDLL(str(_build.bridge_path()), mode=ctypes.RTLD_GLOBAL)
+    bridge.tpurs_set_memory_hook.argtypes = [_HOOK_TYPE]
+    bridge.tpurs_set_memory_hook(_hook if on else _HOOK_TYPE())
+    _settings["hooked"] = on
+
+
+def _record_memory_history(
+    enabled: str | None = "all",
+    context: str | None = "all",
+    stacks: str = "all",
+    max_entries: int = sys.maxsize,
+    device: Any = None,
+    clear_history: bool = False,
+) -> None:
+    """Records the Python stack of every tpu allocation from now on (`enabled="state"`: of
+    the live ones; `"all"`: also a trace of allocations and frees, the last `max_entries`);
+    `enabled=None` stops. `_snapshot()` reads it. Costs a stack walk per allocation while on.
+    The stacks are Python's only (`stacks` and `context` are accepted for CUDA's signature)."""
+    if enabled not in (None, "state", "all"):
+        raise ValueError(f"enabled must be None, 'state' or 'all', not {enabled!r}")
+    with _lock:
+        if clear_history or enabled is None:
+            _trace.clear()
+        if enabled is None:
+            _live.clear()
+        _settings["trace"] = enabled == "all"
+        _settings["max_entries"] = max_entries
+    _set_hook(enabled is not None)
+
+
+def _snapshot(device: Any = None) -> dict:
+    """The live storages allocated while history was recorded, as
+    `torch.cuda.memory._snapshot()` describes segments (one block each, with the stack that
+    allocated it), and the recorded trace per device."""
+    with _lock:
+        live = dict(_live)
+        trace = list(_trace)
+    segments = []
+    for address, block in sorted(live.items()):
+        size = block["size"]
+        segments.append(
+            {
+                "device": block["device"],
+                "address": address,
+                "total_size": size,
+                "allocated_size": size,
+                "active_size": size,
+                "requested_size": size,
+                "stream": 0,
+                "segment_type": "large",
+                "segment_pool_id": (0, 0),
+                "is_expandable": False,
+                "frames": block["frames"],
+                "blocks": [
+                    {
+                        "address": address,
+                        "size": size,
+                        "requested_size": size,
+                        "state": "active_allocated",
+                        "frames": block["frames"],
+                    }
+                ],
+            }
+        )
+    devices = torch.tpu.device_count()
+    traces = [[e for e in trace if e["device"] == d] for d in range(devices)]
+    return {"segments": segments, "device_traces": traces}
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
+    """Pickles `_snapshot()` into `filename` (for pytorch.org/memory_viz)."""
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)
+
+
+@atexit.register
+def _unhook() -> None:
+    # Frees during interpreter shutdown must not call back into Python.
+    if _settings["hooked"]:
+        _set_hook(False)
 
 
 def _index(d: Any) -> int:

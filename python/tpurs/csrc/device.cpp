@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -85,7 +86,13 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
+// Called for every allocation (event 1) and free (event 0) while torch.tpu.memory records
+// its history (memory.py sets it through ctypes; NULL otherwise).
+using MemoryHook = void (*)(int32_t event, const void* storage, int64_t nbytes, int32_t device);
+std::atomic<MemoryHook> memory_hook{nullptr};
+
 void free_storage(void* p) {
+  if (auto hook = memory_hook.load()) hook(0, p, 0, -1);
   if (g_api) g_api->storage_free(p);
 }
 
@@ -107,6 +114,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
     auto device = current_device;
     void* s = g_api->storage_new(g_rt, device, static_cast<int64_t>(nbytes));
     if (s == nullptr) throw_error(TPURS_RUNTIME);
+    if (auto hook = memory_hook.load()) hook(1, s, static_cast<int64_t>(nbytes), device);
     return {s, s, &free_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_storage; }
@@ -243,6 +251,7 @@ c10::Allocator* allocator() { return &g_allocator; }
 at::Tensor wrap_storage(void* storage, int64_t nbytes, int32_t dtype, int32_t device, const int64_t* sizes,
                         int64_t ndim) {
   c10::Device dev(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+  if (auto hook = memory_hook.load()) hook(1, storage, nbytes, device);
   c10::Storage st(c10::Storage::use_byte_size_t(), nbytes, c10::DataPtr(storage, storage, &free_storage, dev),
                   &g_allocator, /*resizable=*/true);
   auto t = at::detail::make_tensor<c10::TensorImpl>(std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -265,6 +274,8 @@ TpursArg tensor_arg(const at::Tensor& t) {
 }
 
 }  // namespace tpurs
+
+extern "C" void tpurs_set_memory_hook(tpurs::MemoryHook hook) { tpurs::memory_hook.store(hook); }
 
 extern "C" int tpurs_bridge_init(const TpursCoreApi* api, const TpursRuntime* rt) {
   if (api == nullptr || rt == nullptr || api->version != TPURS_API_VERSION) return 1;

@@ -184,6 +184,57 @@ def test_compiled_training_step_with_optimizer():
         close(p, q)
 
 
+def test_compiled_adamw_step_copies_no_weights_back():
+    # aot_autograd writes the updated parameters and optimizer state back with copy_: each is
+    # a whole storage, which takes the graph's output instead of a copy, so a step's graphs
+    # (forward, backward, optimizer: backward() breaks the graph) fuse into one launch.
+    model = mlp().to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(8, 16, device="tpu")
+
+    @torch.compile
+    def step():
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    reference = copy.deepcopy(model).cpu()
+    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
+    with no_fallback():
+        step()
+        torch.tpu.synchronize()
+        launches = torch.tpu.metrics()["op_launches"]
+        step()
+        torch.tpu.synchronize()
+        assert torch.tpu.metrics()["op_launches"] - launches == 1
+    for _ in range(2):
+        reference(x.cpu()).square().mean().backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        close(p, q)
+
+
+def test_whole_storage_copies_share_values_not_later_writes():
+    a = torch.randn(64, device="tpu")
+    torch.tpu.synchronize()
+    b = torch.empty(64, device="tpu")
+    launches = torch.tpu.metrics()["op_launches"]
+    b.copy_(a)
+    torch.tpu.synchronize()
+    assert torch.tpu.metrics()["op_launches"] == launches, "a ready source is shared, not copied"
+    pending = a * 3
+    c = torch.empty(64, device="tpu").copy_(pending)  # shares the open batch's output
+    a.add_(1)
+    pending.add_(1)
+    expected = a.cpu() - 1
+    torch.testing.assert_close(b.cpu(), expected)
+    torch.testing.assert_close(c.cpu(), expected * 3)
+    torch.testing.assert_close(pending.cpu(), expected * 3 + 1)
+
+
 def test_dropout_reproducible_with_manual_seed():
     f = torch.compile(lambda x: F.dropout(x, 0.5, training=True) * 3)
     x = torch.ones(64, 64, device="tpu")

@@ -42,9 +42,14 @@ pub(crate) enum Binding {
 type NodeResult = std::result::Result<Arc<Buffer>, Arc<str>>;
 
 struct Node {
-    storage: Weak<Storage>,
+    /// The storages holding the node's value: its op's output, and those a whole-storage
+    /// copy made share it.
+    storages: Vec<Weak<Storage>>,
     ty: TensorType,
 }
+
+/// A node the program returns, with the storages still waiting for it.
+type LiveNode = (u32, Vec<Arc<Storage>>);
 
 /// The ops recorded on one device since the last flush.
 pub(crate) struct Batch {
@@ -127,7 +132,7 @@ impl Batch {
                 tpurs_ops::OutputSpec::Check(_) => TensorType::new(tpurs_hlo::DType::I64, [2]),
             };
             self.nodes.push(Node {
-                storage: Weak::new(),
+                storages: Vec::new(),
                 ty,
             });
         }
@@ -145,9 +150,12 @@ impl Batch {
         }
     }
 
-    /// Says which storage holds node `n`.
+    /// Says that `storage` holds node `n` (and sets its contents to say so).
     pub fn bind(&mut self, n: u32, storage: &Arc<Storage>) {
-        self.nodes[n as usize].storage = Arc::downgrade(storage);
+        storage.set_contents(self.pending(n));
+        self.nodes[n as usize]
+            .storages
+            .push(Arc::downgrade(storage));
     }
 
     /// Launches the batch as one program and makes its live outputs ready.
@@ -156,18 +164,21 @@ impl Batch {
             return Ok(());
         }
         let batch = std::mem::replace(self, Batch::new(rt.next_batch_id()));
-        let live: Vec<(u32, Arc<Storage>)> = batch
+        let live: Vec<LiveNode> = batch
             .nodes
             .iter()
             .enumerate()
             .filter_map(|(n, node)| {
-                let s = node.storage.upgrade()?;
-                match s.contents() {
-                    Contents::Pending {
-                        batch: b, node: m, ..
-                    } if b == batch.id && m == n as u32 => Some((n as u32, s)),
-                    _ => None,
-                }
+                let waiting: Vec<Arc<Storage>> = node
+                    .storages
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .filter(|s| {
+                        matches!(s.contents(), Contents::Pending { batch: b, node: m, .. }
+                            if b == batch.id && m == n as u32)
+                    })
+                    .collect();
+                (!waiting.is_empty()).then_some((n as u32, waiting))
             })
             .collect();
         let mut key = batch.key.clone();
@@ -192,19 +203,22 @@ impl Batch {
             Err(_) => batch.replay(rt, &live, device),
         };
         let mut last = None;
-        for ((n, s), out) in live.iter().zip(outs) {
+        for ((n, storages), out) in live.iter().zip(outs) {
             let ty = &batch.nodes[*n as usize].ty;
-            match out {
+            let contents = match out {
                 Ok(buffer) => {
                     last = Some(buffer.clone());
-                    s.set(Flat {
+                    Contents::Ready(Flat {
                         buffer,
                         dtype: ty.dtype,
                         numel: ty.shape[0],
-                    });
+                    })
                 }
                 // A tensor whose op failed raises when read, never reads as zeros.
-                Err(why) => s.set_contents(Contents::Lost(why)),
+                Err(why) => Contents::Lost(why),
+            };
+            for s in storages {
+                s.set_contents(contents.clone());
             }
         }
         if let Some(b) = last {
@@ -221,7 +235,7 @@ impl Batch {
     fn replay(
         &self,
         rt: &Runtime,
-        live: &[(u32, Arc<Storage>)],
+        live: &[LiveNode],
         device: usize,
     ) -> (Vec<NodeResult>, Option<Error>) {
         let mut nodes: Vec<NodeResult> = Vec::with_capacity(self.nodes.len());
@@ -284,7 +298,7 @@ impl ParamProvider for Feed<'_> {
 }
 
 /// The module text of a batch: every op lowered into one program, live nodes returned.
-fn build(batch: &Batch, live: &[(u32, Arc<Storage>)]) -> Result<String> {
+fn build(batch: &Batch, live: &[LiveNode]) -> Result<String> {
     let mut b = Builder::new();
     let externals: Vec<Value> = batch
         .externals

@@ -11,7 +11,7 @@ use crate::launch::{dtype_of, run, CallDesc};
 use crate::metrics::bump;
 use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
-use crate::storage::Flat;
+use crate::storage::{Contents, Flat};
 
 /// The PJRT element type of a dtype.
 pub(crate) fn element_type(d: DType) -> ElementType {
@@ -108,6 +108,9 @@ impl<'a> View<'a> {
 
 /// Copies the tensor `src` into the tensor `dst` on the same device (`tpurs::copy_`).
 fn copy_on_device(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Result<()> {
+    if share_contents(rt, &View::new(dst)?, &View::new(src)?) {
+        return Ok(());
+    }
     let op = tpurs_ops::lookup("tpurs::copy_").ok_or_else(|| {
         crate::Error::Invalid(ErrorKind::Runtime, "no rule for tpurs::copy_".into())
     })?;
@@ -128,6 +131,41 @@ fn copy_on_device(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Result<()> 
         },
     )?;
     Ok(())
+}
+
+/// A copy of one whole storage into another of the same type and size makes the destination
+/// hold the source's buffer (buffers are never written in place) or, when the source waits
+/// in the device's open batch, the same batch output. So the updates `torch.compile` copies
+/// back into parameters and optimizer state cost no copy of the weights. False where this
+/// does not apply.
+fn share_contents(rt: &Runtime, dst: &View, src: &View) -> bool {
+    if !(dst.is_whole() && src.is_whole())
+        || dst.dtype != src.dtype
+        || dst.numel() != src.numel()
+        || dst.device() != src.device()
+    {
+        return false;
+    }
+    match src.storage().contents() {
+        Contents::Ready(f) if f.dtype == src.dtype && f.numel == src.numel() => {
+            dst.storage().set(f);
+            true
+        }
+        Contents::Pending {
+            batch,
+            node,
+            dtype,
+            numel,
+        } if dtype == src.dtype && numel == src.numel() => {
+            let mut open = rt.batch(src.device());
+            if open.id() != batch {
+                return false;
+            }
+            open.bind(node, &dst.storage().to_arc());
+            true
+        }
+        _ => false,
+    }
 }
 
 /// A dense tensor over all of `storage`.

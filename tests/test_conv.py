@@ -224,6 +224,19 @@ def test_adaptive_avg_pool2d_infinite_input_stays_in_its_bins():
             check(lambda x: F.adaptive_avg_pool2d(x, size), x)
 
 
+def test_adaptive_avg_pool2d_infinite_gradient_stays_in_its_bins():
+    x = torch.randn(2, 3, 7, 9)
+    for size in [(3, 4), (1, 1), (10, 2)]:
+        g = torch.randn(2, 3, *size)
+        g[0, 0, 0, 0], g[1, 2, -1, -1] = float("inf"), -float("inf")
+        cpu = x.clone().requires_grad_()
+        F.adaptive_avg_pool2d(cpu, size).backward(g)
+        dev = x.to("tpu").requires_grad_()
+        with no_fallback():
+            F.adaptive_avg_pool2d(dev, size).backward(g.to("tpu"))
+        torch.testing.assert_close(dev.grad.cpu(), cpu.grad, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_adaptive_avg_pool2d_dtypes(dtype):
     torch.manual_seed(10)

@@ -6,6 +6,7 @@
 mod builder;
 mod complex;
 mod contract;
+mod control;
 mod ops;
 mod types;
 

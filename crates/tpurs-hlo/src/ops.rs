@@ -650,25 +650,6 @@ impl Builder {
         .remove(0)
     }
 
-    /// `stablehlo.while`: runs `body` on the loop values while `cond` (a `tensor<i1>` of
-    /// them) holds; returns the final values. Both regions may read values defined outside.
-    pub fn while_loop(
-        &mut self,
-        init: &[&Value],
-        cond: impl FnOnce(&mut Builder, &[Value]) -> Value,
-        body: impl FnOnce(&mut Builder, &[Value]) -> Vec<Value>,
-    ) -> Vec<Value> {
-        let tys: Vec<TensorType> = init.iter().map(|v| v.ty.clone()).collect();
-        let cond = self.region(&tys, |b, args| vec![cond(b, args)]);
-        let body = self.region(&tys, body);
-        let mut out = self.emit("stablehlo.while", init, "", &[cond, body], &tys);
-        if tys.len() == 1 {
-            // A one-value loop names its result without `#0`.
-            out.truncate(1);
-        }
-        out
-    }
-
     /// Random bits from a counter-based generator: returns (new state, bits of type `ty`).
     pub fn rng_bit_generator(&mut self, state: &Value, ty: &TensorType) -> (Value, Value) {
         let attrs = "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>";

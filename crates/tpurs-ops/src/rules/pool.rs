@@ -505,9 +505,12 @@ fn adaptive_avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let area = bin_areas(b, &ch, &cw)?;
     let area = b.broadcast_to(&area, g.shape())?;
     let g = b.div(&g, &area)?;
-    let rr = r as i64;
-    let z = b.dot_general(&g, &mh, (&[], &[]), (&[rr - 2], &[0]))?;
-    let z = b.dot_general(&z, &mw, (&[], &[]), (&[rr - 2], &[0]))?;
+    // Each input element sums the bins it lies in: masked sums over the transposed bins,
+    // so an infinite gradient reaches only its own bin's elements, as on the CPU.
+    let mh = b.transpose(&mh, &[1, 0])?;
+    let mw = b.transpose(&mw, &[1, 0])?;
+    let z = bin_sums(b, &g, &mh, r - 2)?;
+    let z = bin_sums(b, &z, &mw, r - 1)?;
     one(b.convert(&z, gy.dtype()))
 }
 

@@ -2,11 +2,12 @@
 //! Every mode is separable: along each spatial dim each output reads one source element
 //! (nearest) or two weighted ones (linear), found with PyTorch's float index arithmetic;
 //! the forward gathers them, the backward is `M^T g` for the `[out, in]` matrix `M` of
-//! those weights (one dot per spatial dim).
+//! those weights (one dot per spatial dim), or scatter-adds where the gradient is not
+//! finite.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
-use super::index::select_rows;
+use super::index::{combine_add, select_rows, slices_along};
 use super::one;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
@@ -133,9 +134,45 @@ fn interpolate(b: &mut Builder, x: &Value, taps: &[Tap], d: usize) -> Result<Val
     sum.ok_or_else(|| Error::Runtime("upsample: no taps".into()))
 }
 
-/// Backward along dim `d`: `M^T g` for the `[output, input]` matrix `M` of the taps, which
-/// sums the gradient of every output onto the elements it read.
+/// Backward along dim `d`: sums each output's gradient (times its weight) onto the element
+/// it read. A finite gradient takes `M^T g` for the `[output, input]` tap matrix `M` (one
+/// fast dot); a gradient holding inf or NaN takes a scatter-add per tap as CPU adds them,
+/// because the product would spread `inf * 0 = NaN` along M's rows.
 fn interpolate_backward(
+    b: &mut Builder,
+    g: &Value,
+    taps: &[Tap],
+    d: usize,
+    input: i64,
+) -> Result<Value> {
+    let finite = b.is_finite(g);
+    let all = b.constant(Literal::Bool(true), DType::Bool);
+    let dims: Vec<i64> = (0..g.rank() as i64).collect();
+    let finite = b.reduce(&finite, &all, &dims, |b, x, y| {
+        b.and(x, y).expect("same types")
+    });
+    let failure = std::cell::RefCell::new(None);
+    let keep = |r: Result<Value>| match r {
+        Ok(v) => vec![v],
+        Err(e) => {
+            let dummy = g.clone();
+            failure.borrow_mut().get_or_insert(e);
+            vec![dummy]
+        }
+    };
+    let mut out = b.if_else(
+        &finite,
+        |b| keep(matrix_backward(b, g, taps, d, input)),
+        |b| keep(scatter_backward(b, g, taps, d, input)),
+    );
+    match failure.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(out.remove(0)),
+    }
+}
+
+/// `M^T g` for the `[output, input]` matrix `M` of the taps along dim `d`.
+fn matrix_backward(
     b: &mut Builder,
     g: &Value,
     taps: &[Tap],
@@ -165,6 +202,33 @@ fn interpolate_backward(
     let mut perm: Vec<i64> = (0..rank - 1).collect();
     perm.insert(d, rank - 1);
     Ok(b.transpose(&y, &perm)?)
+}
+
+/// Each tap's weighted gradient scatter-added onto the elements read along dim `d`.
+fn scatter_backward(
+    b: &mut Builder,
+    g: &Value,
+    taps: &[Tap],
+    d: usize,
+    input: i64,
+) -> Result<Value> {
+    let mut shape = g.shape().to_vec();
+    shape[d] = input;
+    let mut grad = b.splat(Literal::Float(0.0), &TensorType::new(g.dtype(), shape));
+    let rows = g.shape()[d];
+    for tap in taps {
+        let update = match &tap.weight {
+            Some(w) => {
+                let w = b.broadcast_in_dim(w, g.shape(), &[d as i64])?;
+                b.mul(g, &w)?
+            }
+            None => g.clone(),
+        };
+        let at = b.reshape(&tap.index, &[rows, 1])?;
+        let dims = slices_along(g.rank(), d);
+        grad = b.scatter(&grad, &at, &update, &dims, Some(combine_add));
+    }
+    Ok(grad)
 }
 
 /// Arguments of one op: where its sizes, `align_corners` and scales are.

@@ -21,6 +21,8 @@ def test_pin_memory_gives_page_aligned_pinned_memory():
     assert p[10:].is_pinned(), "a view of a pinned tensor is pinned"
     assert torch.empty(0).pin_memory().is_pinned() is False  # nothing to pin, as on CUDA
     assert torch.empty(5, pin_memory=True).is_pinned()
+    with pytest.raises(RuntimeError, match="Only dense CPU tensors can be pinned"):
+        torch.empty(5, device="tpu", pin_memory=True)  # CUDA's message
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])

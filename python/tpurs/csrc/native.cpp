@@ -52,7 +52,8 @@ c10::DispatchKeySet tpu_keys() { return c10::DispatchKeySet(c10::DispatchKey::Pr
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> /*layout*/, std::optional<at::Device> device,
-                               std::optional<bool> /*pin_memory*/, std::optional<at::MemoryFormat> memory_format) {
+                               std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
   c10::OptionalDeviceGuard guard(device);
   auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
   return at::detail::empty_generic(size, allocator(), tpu_keys(), st, memory_format);
@@ -60,7 +61,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarTy
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> /*layout*/, std::optional<at::Device> device,
-                         std::optional<bool> /*pin_memory*/) {
+                         std::optional<bool> pin_memory) {
+  TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
   c10::OptionalDeviceGuard guard(device);
   auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
   return at::detail::empty_strided_generic(size, stride, allocator(), tpu_keys(), st);

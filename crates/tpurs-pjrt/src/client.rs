@@ -595,47 +595,67 @@ impl Client {
         dims: &[i64],
         device: usize,
     ) -> Result<Buffer> {
-        let dev = self.device_ptr(device)?;
-        let expected = checked_byte_len(dims, ty)?;
-        if data.len() != expected {
-            return Err(Error::InvalidArgument(format!(
-                "host data has {} bytes but {:?} {:?} needs {expected}",
+        // SAFETY: `data` and `dims` outlive the call; with kImmutableOnlyDuringCall the
+        // plugin copies before returning.
+        let (buffer, done) = unsafe {
+            self.start_upload(
+                data.as_ptr(),
                 data.len(),
                 ty,
-                dims
+                dims,
+                device,
+                ffi::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
+            )
+        }?;
+        if !done.is_null() {
+            // SAFETY: fresh event owned by us; consumed here.
+            unsafe { await_event(self.inner.api, done, "PJRT_Client_BufferFromHostBuffer") }?;
+        }
+        buffer
+    }
+
+    /// Checks the size and calls `PJRT_Client_BufferFromHostBuffer`. Returns the buffer (or
+    /// why there is none) and the plugin's done-with-host-memory event (NULL when none), which
+    /// the caller owns.
+    ///
+    /// # Safety
+    /// `data` must point to `len` readable bytes that stay valid and unwritten for as long as
+    /// `semantics` requires (until the event fires, for kImmutableUntilTransferCompletes).
+    pub(crate) unsafe fn start_upload(
+        &self,
+        data: *const u8,
+        len: usize,
+        ty: ElementType,
+        dims: &[i64],
+        device: usize,
+        semantics: ffi::PJRT_HostBufferSemantics,
+    ) -> Result<(Result<Buffer>, *mut ffi::PJRT_Event)> {
+        let dev = self.device_ptr(device)?;
+        let expected = checked_byte_len(dims, ty)?;
+        if len != expected {
+            return Err(Error::InvalidArgument(format!(
+                "host data has {len} bytes but {ty:?} {dims:?} needs {expected}"
             )));
         }
-        let api = self.inner.api;
         let mut a = ffi::PJRT_Client_BufferFromHostBuffer_Args::new();
         a.client = self.inner.raw;
-        a.data = data.as_ptr() as *const c_void;
+        a.data = data as *const c_void;
         a.type_ = ty.to_pjrt();
         a.dims = dims.as_ptr();
         a.num_dims = dims.len();
-        a.host_buffer_semantics = ffi::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+        a.host_buffer_semantics = semantics;
         a.device = dev;
-        // SAFETY: `data` and `dims` outlive the call; with
-        // kImmutableOnlyDuringCall the plugin copies before returning.
-        unsafe { pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
-        // Take ownership of the outputs first so they are freed on any error.
+        // SAFETY: the caller keeps `data` valid as `semantics` requires; `dims` outlives the call.
+        unsafe { pjrt_call!(self.inner.api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
         let buffer = if a.buffer.is_null() {
-            None
+            Err(Error::Internal(
+                "PJRT_Client_BufferFromHostBuffer returned NULL".into(),
+            ))
         } else {
             // SAFETY: fresh buffer owned by us.
-            Some(unsafe { Buffer::from_raw(self.inner.clone(), a.buffer, ty, dims.into(), device) })
+            Ok(unsafe { Buffer::from_raw(self.inner.clone(), a.buffer, ty, dims.into(), device) })
         };
-        if !a.done_with_host_buffer.is_null() {
-            // SAFETY: fresh event owned by us; consumed here.
-            unsafe {
-                await_event(
-                    api,
-                    a.done_with_host_buffer,
-                    "PJRT_Client_BufferFromHostBuffer",
-                )
-            }?;
-        }
-        buffer
-            .ok_or_else(|| Error::Internal("PJRT_Client_BufferFromHostBuffer returned NULL".into()))
+        Ok((buffer, a.done_with_host_buffer))
     }
 
     /// Device handle for an ordinal.

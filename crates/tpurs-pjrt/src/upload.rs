@@ -2,12 +2,11 @@
 //! the caller hands over ownership of the memory, and the plugin copies it while the host
 //! goes on. This is what `non_blocking=True` copies from pinned memory use.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::buffer::{await_event, destroy_event, Buffer, ElementType};
-use crate::client::{checked_byte_len, Client, ClientInner};
-use crate::error::{Error, Result};
+use crate::client::{Client, ClientInner};
+use crate::error::Result;
 use crate::ffi::{self, Args};
 
 /// Host bytes whose owner keeps them alive and unchanged until it is dropped.
@@ -101,40 +100,24 @@ impl Client {
         dims: &[i64],
         device: usize,
     ) -> Result<(Buffer, Option<PendingUpload>)> {
-        let dev = self.device_ptr(device)?;
-        let expected = checked_byte_len(dims, ty)?;
-        if bytes.len != expected {
-            return Err(Error::InvalidArgument(format!(
-                "host data has {} bytes but {:?} {:?} needs {expected}",
-                bytes.len, ty, dims
-            )));
-        }
-        let api = self.inner.api;
-        let mut a = ffi::PJRT_Client_BufferFromHostBuffer_Args::new();
-        a.client = self.inner.raw;
-        a.data = bytes.ptr as *const c_void;
-        a.type_ = ty.to_pjrt();
-        a.dims = dims.as_ptr();
-        a.num_dims = dims.len();
-        a.host_buffer_semantics = ffi::PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
-        a.device = dev;
         // SAFETY: `bytes` stays alive and unwritten until the done event fires: it moves into
-        // the returned `PendingUpload` (or is dropped here after a failure, when the plugin
-        // holds no reference).
-        unsafe { pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
-        let pending = (!a.done_with_host_buffer.is_null()).then(|| PendingUpload {
+        // the returned `PendingUpload` (or is dropped here after a refused call, when the
+        // plugin holds no reference).
+        let (buffer, done) = unsafe {
+            self.start_upload(
+                bytes.ptr,
+                bytes.len,
+                ty,
+                dims,
+                device,
+                ffi::PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes,
+            )
+        }?;
+        let pending = (!done.is_null()).then(|| PendingUpload {
             client: self.inner.clone(),
-            event: a.done_with_host_buffer,
+            event: done,
             bytes: Some(bytes),
         });
-        if a.buffer.is_null() {
-            return Err(Error::Internal(
-                "PJRT_Client_BufferFromHostBuffer returned NULL".into(),
-            ));
-        }
-        // SAFETY: fresh buffer owned by us.
-        let buffer =
-            unsafe { Buffer::from_raw(self.inner.clone(), a.buffer, ty, dims.into(), device) };
-        Ok((buffer, pending))
+        Ok((buffer?, pending))
     }
 }

@@ -46,6 +46,19 @@ struct Tap {
     weight: Option<Value>,
 }
 
+impl Tap {
+    /// `v` (whose dim `d` runs over output positions) times this tap's weights.
+    fn weighted(&self, b: &mut Builder, v: &Value, d: usize) -> Result<Value> {
+        match &self.weight {
+            Some(w) => {
+                let w = b.broadcast_in_dim(w, v.shape(), &[d as i64])?;
+                Ok(b.mul(v, &w)?)
+            }
+            None => Ok(v.clone()),
+        }
+    }
+}
+
 /// The taps of one spatial dim, as `[output]` vectors: one for nearest modes, two for
 /// linear, computed with PyTorch's f32 index arithmetic; weights in `dtype`.
 fn taps(
@@ -121,11 +134,8 @@ fn taps(
 fn interpolate(b: &mut Builder, x: &Value, taps: &[Tap], d: usize) -> Result<Value> {
     let mut sum: Option<Value> = None;
     for tap in taps {
-        let mut y = select_rows(b, x, d, &tap.index)?;
-        if let Some(w) = &tap.weight {
-            let w = b.broadcast_in_dim(w, y.shape(), &[d as i64])?;
-            y = b.mul(&y, &w)?;
-        }
+        let rows = select_rows(b, x, d, &tap.index)?;
+        let y = tap.weighted(b, &rows, d)?;
         sum = Some(match sum {
             Some(s) => b.add(&s, &y)?,
             None => y,
@@ -217,13 +227,7 @@ fn scatter_backward(
     let mut grad = b.splat(Literal::Float(0.0), &TensorType::new(g.dtype(), shape));
     let rows = g.shape()[d];
     for tap in taps {
-        let update = match &tap.weight {
-            Some(w) => {
-                let w = b.broadcast_in_dim(w, g.shape(), &[d as i64])?;
-                b.mul(g, &w)?
-            }
-            None => g.clone(),
-        };
+        let update = tap.weighted(b, g, d)?;
         let at = b.reshape(&tap.index, &[rows, 1])?;
         let dims = slices_along(g.rank(), d);
         grad = b.scatter(&grad, &at, &update, &dims, Some(combine_add));

@@ -11,6 +11,7 @@ import torch
 
 from . import _core, memory, ops  # noqa: F401 (torch.tpu.memory, torch.tpu.ops)
 from .benchmark import Timing, benchmark  # noqa: F401 (torch.tpu names)
+from .bucketing import bucket_for, bucketed  # noqa: F401 (torch.tpu names)
 from .memory import (  # noqa: F401 (torch.tpu names)
     empty_cache,
     max_memory_allocated,
@@ -32,6 +33,8 @@ __all__ = [
     "precision",
     "Timing",
     "benchmark",
+    "bucket_for",
+    "bucketed",
     "eager_mode",
     "set_eager_mode",
     "current_device",

@@ -61,6 +61,8 @@ pub struct Builder {
     body: String,
     next_id: u32,
     params: Vec<TensorType>,
+    /// `(param, output)`: the output may reuse the parameter's buffer when it is donated.
+    aliases: Vec<(usize, usize)>,
     depth: usize,
     precision: Precision,
 }
@@ -91,6 +93,12 @@ impl Builder {
         let name = format!("%arg{}", self.params.len());
         self.params.push(ty.clone());
         Value { name, ty }
+    }
+
+    /// Lets output `output` of `finish` take parameter `param`'s buffer when the caller
+    /// donates it (`tf.aliasing_output`); the two must have the same type.
+    pub fn alias_output(&mut self, param: usize, output: usize) {
+        self.aliases.push((param, output));
     }
 
     /// Number of parameters added so far.
@@ -233,7 +241,10 @@ impl Builder {
             .params
             .iter()
             .enumerate()
-            .map(|(i, t)| format!("%arg{i}: {t}"))
+            .map(|(i, t)| match self.aliases.iter().find(|(p, _)| *p == i) {
+                Some((_, out)) => format!("%arg{i}: {t} {{tf.aliasing_output = {out} : i32}}"),
+                None => format!("%arg{i}: {t}"),
+            })
             .collect();
         join(&mut text, params.iter().map(String::as_str));
         text.push_str(") -> (");

@@ -163,6 +163,18 @@ impl LoadedExecutable {
     ///
     /// For portable executables (the default), any device can be chosen.
     pub fn execute(&self, args: &[&Buffer], device: usize) -> Result<Vec<Buffer>> {
+        self.execute_donating(args, device, &[])
+    }
+
+    /// `execute`, donating the arguments the program aliases to an output
+    /// (`tf.aliasing_output`) except those in `kept`: a donated buffer is deleted and its
+    /// memory becomes the output's; a kept one is copied first and stays valid.
+    pub fn execute_donating(
+        &self,
+        args: &[&Buffer],
+        device: usize,
+        kept: &[i64],
+    ) -> Result<Vec<Buffer>> {
         let dev = self.client.device_ptr(device)?;
         if let Some(i) = args.iter().position(|b| !b.same_client(&self.client)) {
             return Err(Error::InvalidArgument(format!(
@@ -196,6 +208,8 @@ impl LoadedExecutable {
         let arg_list: *const *mut ffi::PJRT_Buffer = arg_ptrs.as_ptr();
         let out_list: *mut *mut ffi::PJRT_Buffer = out_ptrs.as_mut_ptr();
         let mut options = ffi::PJRT_ExecuteOptions::new();
+        options.non_donatable_input_indices = kept.as_ptr();
+        options.num_non_donatable_input_indices = kept.len();
         let mut a = ffi::PJRT_LoadedExecutable_Execute_Args::new();
         a.executable = self.raw;
         a.options = &mut options;
@@ -206,7 +220,7 @@ impl LoadedExecutable {
         // NULL: no completion event is created, nothing to wait for.
         a.device_complete_events = ptr::null_mut();
         a.execute_device = dev;
-        // SAFETY: the argument and output arrays outlive the call; the output
+        // SAFETY: the argument, output and `kept` arrays outlive the call; the output
         // array has `num_outputs` slots as reported by the plugin.
         unsafe { pjrt_call!(api, PJRT_LoadedExecutable_Execute, &mut a) }?;
 

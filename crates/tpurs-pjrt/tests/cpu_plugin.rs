@@ -577,3 +577,30 @@ fn async_upload_holds_the_host_bytes_until_done() {
         .is_err());
     assert!(released.load(Ordering::SeqCst));
 }
+
+#[test]
+fn aliased_arguments_are_donated_unless_kept() {
+    const ADD_INTO_A: &str =
+        "module { func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}, \
+        %b: tensor<4xf32>) -> tensor<4xf32> { \
+        %0 = stablehlo.add %a, %b : tensor<4xf32>  return %0 : tensor<4xf32> } }";
+    let c = client();
+    let exe = c
+        .compile(ADD_INTO_A, &CompileOptions::default())
+        .expect("compile");
+    let b = upload_f32(&[10.0, 20.0, 30.0, 40.0], &[4], 0);
+
+    let a = upload_f32(&[1.0, 2.0, 3.0, 4.0], &[4], 0);
+    let out = exe.execute_donating(&[&a, &b], 0, &[0]).expect("execute");
+    assert_eq!(read_f32(&out[0]), vec![11.0, 22.0, 33.0, 44.0]);
+    assert!(!a.is_deleted().unwrap(), "a kept argument stays valid");
+    assert_eq!(read_f32(&a), vec![1.0, 2.0, 3.0, 4.0]);
+
+    let out = exe.execute_donating(&[&a, &b], 0, &[]).expect("execute");
+    assert_eq!(read_f32(&out[0]), vec![11.0, 22.0, 33.0, 44.0]);
+    assert!(a.is_deleted().unwrap(), "a donated argument is gone");
+    assert!(
+        !b.is_deleted().unwrap(),
+        "an argument the program does not alias stays"
+    );
+}

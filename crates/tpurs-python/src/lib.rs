@@ -136,6 +136,7 @@ fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("bytes_to_host", m.bytes_to_host)?;
     d.set_item("bytes_device_to_device", m.bytes_device_to_device)?;
     d.set_item("collectives", m.collectives)?;
+    d.set_item("donated_buffers", m.donated_buffers)?;
     let f = PyDict::new(py);
     for (k, v) in &m.fallbacks {
         f.set_item(k, v)?;

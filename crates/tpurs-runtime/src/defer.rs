@@ -56,6 +56,8 @@ pub(crate) struct Batch {
     id: u64,
     ops: Vec<(Arc<Plan>, Vec<Binding>)>,
     externals: Vec<Arc<Buffer>>,
+    /// The storage each external was read from (none for scalars and random state).
+    sources: Vec<Option<Weak<Storage>>>,
     key: Vec<u64>,
     nodes: Vec<Node>,
 }
@@ -67,6 +69,7 @@ impl Batch {
             id,
             ops: Vec::new(),
             externals: Vec::new(),
+            sources: Vec::new(),
             key: Vec::new(),
             nodes: Vec::new(),
         }
@@ -92,6 +95,31 @@ impl Batch {
         n >= limit || (n >= limit / 2 && FxBuildHasher.hash_one(key).is_multiple_of(16))
     }
 
+    /// The externals among `aliases` not to donate: those another holder than the batch
+    /// still shares. One only the batch holds is dead once the program ran (its storage
+    /// waits for the output). The device's last output lets go of a donated buffer: the
+    /// batch's own outputs, which replace it there, are ready only after their inputs.
+    fn kept_buffers(&self, rt: &Runtime, device: usize, aliases: &[(usize, usize)]) -> Vec<i64> {
+        {
+            let mut last = rt.last_output[device]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let aliased = |b: &Arc<Buffer>| {
+                aliases
+                    .iter()
+                    .any(|&(k, _)| Arc::ptr_eq(b, &self.externals[k]))
+            };
+            if last.as_ref().is_some_and(aliased) {
+                *last = None;
+            }
+        }
+        aliases
+            .iter()
+            .filter(|&&(k, _)| Arc::strong_count(&self.externals[k]) > 1)
+            .map(|&(k, _)| k as i64)
+            .collect()
+    }
+
     /// The id pending contents of this batch carry.
     pub fn id(&self) -> u64 {
         self.id
@@ -101,12 +129,39 @@ impl Batch {
     /// scalar of the same value) is passed once. Equal scalars share one cached buffer, so the
     /// sharing pattern only changes when values start or stop coinciding, which costs one
     /// new program.
-    pub fn external(&mut self, buffer: Arc<Buffer>) -> Binding {
+    /// `source` is the storage it was read from, if any.
+    pub fn external(&mut self, buffer: Arc<Buffer>, source: Option<&Arc<Storage>>) -> Binding {
         if let Some(i) = self.externals.iter().position(|b| Arc::ptr_eq(b, &buffer)) {
             return Binding::External(i as u32);
         }
         self.externals.push(buffer);
+        self.sources.push(source.map(Arc::downgrade));
         Binding::External(self.externals.len() as u32 - 1)
+    }
+
+    /// `(external, output)` pairs where the program's output `output` (an index into `live`)
+    /// is the new value of the storage external `external` was read from, with its type:
+    /// the output may take over the external's buffer. In the key, since the program text
+    /// marks them.
+    fn aliases(&self, live: &[LiveNode]) -> Vec<(usize, usize)> {
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for (out, (n, storages)) in live.iter().enumerate() {
+            let ty = &self.nodes[*n as usize].ty;
+            let found = self.sources.iter().enumerate().find(|(k, source)| {
+                let buffer = &self.externals[*k];
+                source.as_ref().is_some_and(|w| {
+                    storages
+                        .iter()
+                        .any(|s| std::ptr::eq(w.as_ptr(), Arc::as_ptr(s)))
+                }) && dtype_of_element(buffer.element_type()) == ty.dtype
+                    && buffer.dims() == ty.shape.as_slice()
+                    && !pairs.iter().any(|(j, _)| j == k)
+            });
+            if let Some((k, _)) = found {
+                pairs.push((k, out));
+            }
+        }
+        pairs
     }
 
     /// Records an op; returns the node index of its first output.
@@ -181,19 +236,32 @@ impl Batch {
                 (!waiting.is_empty()).then_some((n as u32, waiting))
             })
             .collect();
+        let aliases = batch.aliases(&live);
         let mut key = batch.key.clone();
         key.push(u64::MAX);
         key.extend(live.iter().map(|(n, _)| *n as u64));
-        let result = get_or_compile_fused(rt, &key, || build(&batch, &live)).and_then(|f| {
-            let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
-            let start = rt.profile.on().then(now_ns);
-            let outs = f.exe.execute(&args, device)?;
-            if let Some(start) = start {
-                let (name, ops) = batch.describe();
-                rt.profile.record_program(name, ops, device, start, &outs)?;
-            }
-            Ok(outs)
-        });
+        key.push(u64::MAX);
+        key.extend(
+            aliases
+                .iter()
+                .map(|&(k, out)| ((k as u64) << 32) | out as u64),
+        );
+        let result =
+            get_or_compile_fused(rt, &key, || build(&batch, &live, &aliases)).and_then(|f| {
+                let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
+                let kept = batch.kept_buffers(rt, device, &aliases);
+                let start = rt.profile.on().then(now_ns);
+                let outs = f.exe.execute_donating(&args, device, &kept)?;
+                bump(
+                    &rt.metrics.donated_buffers,
+                    (aliases.len() - kept.len()) as u64,
+                );
+                if let Some(start) = start {
+                    let (name, ops) = batch.describe();
+                    rt.profile.record_program(name, ops, device, start, &outs)?;
+                }
+                Ok(outs)
+            });
         let (outs, failure) = match result {
             Ok(outs) => {
                 bump(&rt.metrics.op_launches, 1);
@@ -297,8 +365,9 @@ impl ParamProvider for Feed<'_> {
     }
 }
 
-/// The module text of a batch: every op lowered into one program, live nodes returned.
-fn build(batch: &Batch, live: &[LiveNode]) -> Result<String> {
+/// The module text of a batch: every op lowered into one program, live nodes returned,
+/// each of `aliases` marked.
+fn build(batch: &Batch, live: &[LiveNode], aliases: &[(usize, usize)]) -> Result<String> {
     let mut b = Builder::new();
     let externals: Vec<Value> = batch
         .externals
@@ -326,6 +395,9 @@ fn build(batch: &Batch, live: &[LiveNode]) -> Result<String> {
         .iter()
         .map(|(n, _)| nodes[*n as usize].clone())
         .collect();
+    for &(k, out) in aliases {
+        b.alias_output(k, out);
+    }
     Ok(b.finish(&outs))
 }
 

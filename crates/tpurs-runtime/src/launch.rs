@@ -565,27 +565,25 @@ fn bind_params(
                     Contents::Pending {
                         batch: id, node, ..
                     } if id == batch.id() => Binding::Node(node),
-                    Contents::Ready(f) => batch.external(f.buffer),
+                    Contents::Ready(f) => batch.external(f.buffer, Some(storage)),
                     Contents::Lost(why) => return Err(crate::defer::lost(&why)),
                     _ => {
                         let m = &s.slot_meta[slot];
                         let flat = zeros(rt, dev, m.dtype, m.numel)?;
                         storage.set(flat.clone());
-                        batch.external(flat.buffer)
+                        batch.external(flat.buffer, Some(storage))
                     }
                 }
             }
-            ParamSource::Scalar(arg, item) => batch.external(scalar_buffer(
-                rt,
-                source_scalar(call.args, arg, item)?,
-                dev,
-            )?),
-            ParamSource::Offset(arg, item) => batch.external(scalar_buffer(
-                rt,
-                &source_offset(call.args, arg, item)?,
-                dev,
-            )?),
-            ParamSource::Rng => batch.external(rng_buffer(rt, dev)?),
+            ParamSource::Scalar(arg, item) => batch.external(
+                scalar_buffer(rt, source_scalar(call.args, arg, item)?, dev)?,
+                None,
+            ),
+            ParamSource::Offset(arg, item) => batch.external(
+                scalar_buffer(rt, &source_offset(call.args, arg, item)?, dev)?,
+                None,
+            ),
+            ParamSource::Rng => batch.external(rng_buffer(rt, dev)?, None),
         };
         bindings.push(b);
     }

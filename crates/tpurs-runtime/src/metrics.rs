@@ -22,6 +22,7 @@ pub(crate) struct Metrics {
     pub d2h_bytes: AtomicU64,
     pub d2d_bytes: AtomicU64,
     pub collectives: AtomicU64,
+    pub donated_buffers: AtomicU64,
     pub fallbacks: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -57,6 +58,7 @@ impl Metrics {
             bytes_to_host: m.d2h_bytes.load(Relaxed),
             bytes_device_to_device: m.d2d_bytes.load(Relaxed),
             collectives: m.collectives.load(Relaxed),
+            donated_buffers: m.donated_buffers.load(Relaxed),
             fallbacks: m.fallbacks.lock().map(|f| f.clone()).unwrap_or_default(),
         }
     }
@@ -80,6 +82,7 @@ impl Metrics {
             &m.d2h_bytes,
             &m.d2d_bytes,
             &m.collectives,
+            &m.donated_buffers,
         ] {
             c.store(0, Relaxed);
         }
@@ -122,6 +125,8 @@ pub struct MetricsSnapshot {
     pub bytes_device_to_device: u64,
     /// Collectives launched across devices.
     pub collectives: u64,
+    /// Input buffers a fused program took over for its outputs (their old values were dead).
+    pub donated_buffers: u64,
     /// CPU fallbacks per op.
     pub fallbacks: BTreeMap<String, u64>,
 }

@@ -235,6 +235,100 @@ def test_whole_storage_copies_share_values_not_later_writes():
     torch.testing.assert_close(pending.cpu(), expected * 3 + 1)
 
 
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop"])
+def test_compiled_single_tensor_optimizer_steps_match_cpu(name):
+    # Without foreach, dynamo writes `addcmul_`/`addcdiv_` with a value as `prims.fma`.
+    def run(device, compile_it):
+        torch.manual_seed(0)
+        model = mlp().to(device)
+        opt = getattr(torch.optim, name)(model.parameters(), lr=1e-2, foreach=False)
+        x = torch.randn(8, 16).to(device)
+
+        def step():
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+
+        fn = torch.compile(step) if compile_it else step
+        for _ in range(3):
+            fn()
+        return list(model.parameters())
+
+    with no_fallback():
+        got = run("tpu", True)
+    for p, q in zip(got, run("cpu", False)):
+        close(p, q)
+
+
+def test_add_with_a_tensor_alpha_compiles_to_fma():
+    f = torch.compile(lambda x, y, a: x.add_(y, alpha=a))
+    x, y, a = torch.randn(32), torch.randn(32), torch.tensor(0.5)
+    with no_fallback():
+        got = f(x.to("tpu"), y.to("tpu"), a.to("tpu"))
+    close(got, x.clone().add_(y, alpha=a))
+
+
+def donated():
+    return torch.tpu.metrics()["donated_buffers"]
+
+
+def test_compiled_step_donates_the_weights_it_replaces():
+    # The program's new weights take over the old weights' buffers (PJRT donation): no
+    # second copy of the weights while a step runs. A weight whose old buffer another
+    # tensor still shares (`kept`: a whole-storage copy takes the source's buffer) is not
+    # donated and keeps its values.
+    model = mlp().to("tpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 16, device="tpu")
+
+    @torch.compile
+    def step():
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    reference = copy.deepcopy(model).cpu()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    params = len(list(model.parameters()))
+    with no_fallback():
+        step().item()
+        before = donated()
+        step().item()
+        assert donated() - before == params
+        kept = torch.empty_like(model[0].weight).copy_(model[0].weight)
+        old = kept.cpu()
+        before = donated()
+        step().item()
+        assert donated() - before == params - 1
+    torch.testing.assert_close(kept.cpu(), old)
+    for _ in range(3):
+        reference(x.cpu()).square().mean().backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        close(p, q)
+
+
+def test_fused_in_place_updates_donate_dead_buffers_only():
+    a = torch.randn(256, device="tpu")
+    expected = a.cpu()
+    torch.tpu.synchronize()
+    before = donated()
+    a.mul_(2).add_(1)
+    torch.testing.assert_close(a.cpu(), expected * 2 + 1)
+    assert donated() - before == 1
+    view = a[:128]  # a view shares the storage, not a second buffer: still donated
+    shared = torch.empty_like(a).copy_(a)  # shares the old buffer: not donated
+    before = donated()
+    a.sub_(1)
+    torch.testing.assert_close(a.cpu(), expected * 2)
+    torch.testing.assert_close(shared.cpu(), expected * 2 + 1)
+    torch.testing.assert_close(view.cpu(), expected[:128] * 2)
+    assert donated() == before
+
+
 def test_dropout_reproducible_with_manual_seed():
     f = torch.compile(lambda x: F.dropout(x, 0.5, training=True) * 3)
     x = torch.ones(64, 64, device="tpu")

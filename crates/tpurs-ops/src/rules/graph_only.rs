@@ -8,9 +8,9 @@ use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 use super::elementwise::copy;
 use super::factory::arange_of;
 use super::shape::{contiguous_strides, diagonal_view, select_view, slice_view, View};
-use super::{one, wrap_dim};
+use super::{common_dtype, one, operands, wrap_dim};
 use crate::ctx::{Arg, Ctx, Out};
-use crate::dtype::cast;
+use crate::dtype::{cast, opmath};
 use crate::eager::TensorMeta;
 use crate::error::{runtime, Result};
 use crate::table::Registry;
@@ -356,6 +356,16 @@ fn prims_broadcast_in_dim(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// `prims::convert_element_type(a, dtype)`.
+/// `prims::fma(a, b, c) = a * b + c`, which dynamo writes for `addcmul_`/`addcdiv_` with a
+/// value and for `add_` with a tensor alpha; computed in opmath, as those ops are.
+fn prims_fma(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1, 2])?;
+    let vs = operands(ctx, &[0, 1, 2], opmath(dtype))?;
+    let product = ctx.b.mul(&vs[0], &vs[1])?;
+    let sum = ctx.b.add(&product, &vs[2])?;
+    one(cast(&mut ctx.b, &sum, dtype)?)
+}
+
 fn prims_convert(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let dtype = ctx.opt_dtype(1)?.unwrap_or(x.dtype());
@@ -399,6 +409,7 @@ pub(crate) fn register(reg: &mut Registry) {
         // Primitives some of torch's decompositions produce.
         (&["prims::broadcast_in_dim"], prims_broadcast_in_dim),
         (&["prims::convert_element_type"], prims_convert),
+        (&["prims::fma"], prims_fma),
     ];
     for (names, rule) in ops {
         reg.ops(names, *rule).graph_only();

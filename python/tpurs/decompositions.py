@@ -3,8 +3,8 @@ instead of a CPU round trip, for ops without a Rust rule. Only the functional ov
 listed here, each checked against CPU PyTorch by the OpInfo sweep (`tools/opinfo_report.py`)
 and `tests/test_decompositions.py`: a decomposition registered for an op it calls back into
 (several `out=` and in-place ones do) would recurse, so the list is chosen, not derived.
-The backward of `grid_sampler_2d`, `upsample_bicubic2d` and `max_pool3d_with_indices` has no
-decomposition and still runs on the CPU (or raises with `TPURS_FALLBACK=error`)."""
+The backward of `grid_sampler_2d` and `upsample_bicubic2d` has no decomposition and still
+runs on the CPU (or raises with `TPURS_FALLBACK=error`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ DECOMPOSED = (
     "huber_loss.default",
     "huber_loss_backward.default",
     "im2col.default",
-    "max_pool3d_with_indices.default",
     "multi_margin_loss.default",
     "multilabel_margin_loss_forward.default",
     "renorm.default",

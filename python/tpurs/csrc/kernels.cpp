@@ -61,6 +61,7 @@ bool follows_input_layout(const std::string& name) {
                                 "aten::_native_batch_norm_legit",
                                 "aten::_native_batch_norm_legit_no_training",
                                 "aten::max_pool2d_with_indices",
+                                "aten::max_pool3d_with_indices",
                                 "aten::avg_pool2d",
                                 "aten::_adaptive_avg_pool2d",
                                 "aten::upsample_nearest2d",

@@ -1,155 +1,252 @@
-//! 2-d pooling: max pooling with indices, average pooling and adaptive average pooling,
-//! with their backwards.
+//! Max pooling with indices and average pooling over 2 or 3 spatial dims, with their
+//! backwards, and 2-d adaptive average pooling. The windowed poolings take the number of
+//! spatial dims `n` and act on the last `n` dims of an `(N, C, …)` or unbatched `(C, …)`
+//! input, with CPU PyTorch's argument checks and messages.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
+use super::combine::{add_c, lowest};
 use super::conv::{not_for, sum};
 use super::one;
+use super::unpool::scatter_into_planes;
 use crate::ctx::{Ctx, Out};
-use crate::dtype::opmath;
-use crate::error::{Error, Result};
+use crate::dtype::{opmath, torch_name};
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
-/// Kernel, stride, padding and dilation of a 2-d pooling, plus ceil mode.
+/// Names of the (last `n` of three) spatial dims in PyTorch's pooling messages.
+const AXES: [&str; 3] = ["T", "H", "W"];
+
+/// `prefix` and value per spatial dim as PyTorch lists them: "kT: 2 kH: 3 kW: 3".
+fn labelled(prefix: &str, v: &[i64]) -> String {
+    let axes = &AXES[AXES.len() - v.len()..];
+    let parts: Vec<String> = axes
+        .iter()
+        .zip(v)
+        .map(|(a, x)| format!("{prefix}{a}: {x}"))
+        .collect();
+    parts.join(" ")
+}
+
+/// Reads pooling list `i` of `n` ints (one int stands for all dims). Empty reads as
+/// `default` where the schema allows it (`omissible`: stride) or the argument is absent.
+fn spatial(
+    ctx: &Ctx,
+    (i, n): (usize, usize),
+    op: &str,
+    what: &str,
+    default: &[i64],
+    omissible: bool,
+) -> Result<Vec<i64>> {
+    let v = ctx.int_list(i)?;
+    match v.len() {
+        0 if omissible || !ctx.has(i) => Ok(default.to_vec()),
+        1 => Ok(vec![v[0]; n]),
+        len if len == n => Ok(v),
+        _ => runtime(format!(
+            "{op}: {what} must either be a single int, or a tuple of {} ints",
+            ["two", "three"][n - 2]
+        )),
+    }
+}
+
+/// Checks a pooling input has `n + 1` or `n + 2` dims.
+fn check_rank(shape: &[i64], n: usize) -> Result<()> {
+    if shape.len() == n + 1 || shape.len() == n + 2 {
+        return Ok(());
+    }
+    runtime(format!(
+        "non-empty {}D or {}D (batch mode) tensor expected for input",
+        n + 1,
+        n + 2
+    ))
+}
+
+/// Kernel, stride, padding and dilation of a pooling over the last `k.len()` dims, plus
+/// ceil mode.
 struct Pool {
-    k: [i64; 2],
-    s: [i64; 2],
-    p: [i64; 2],
-    d: [i64; 2],
+    k: Vec<i64>,
+    s: Vec<i64>,
+    p: Vec<i64>,
+    d: Vec<i64>,
     ceil: bool,
 }
 
-/// Reads a 1- or 2-element pooling list (`default` when empty).
-fn pair(v: Vec<i64>, what: &str, default: [i64; 2]) -> Result<[i64; 2]> {
-    match v.len() {
-        0 => Ok(default),
-        1 => Ok([v[0], v[0]]),
-        2 => Ok([v[0], v[1]]),
-        _ => Err(Error::Runtime(format!(
-            "max_pool2d: {what} must either be a single int, or a tuple of two ints"
-        ))),
-    }
-}
-
 impl Pool {
-    /// Reads kernel, stride, padding (positions `at..at+3`), dilation (`dil_at`) and ceil mode.
-    fn read(ctx: &Ctx, at: usize, dil_at: Option<usize>, ceil_at: usize) -> Result<Pool> {
-        let k = pair(ctx.int_list(at)?, "kernel_size", [0, 0])?;
-        let s = pair(ctx.int_list(at + 1)?, "stride", k)?;
-        let p = pair(ctx.int_list(at + 2)?, "padding", [0, 0])?;
+    /// Reads kernel, stride, padding (positions `at..at+3`), dilation (`dil_at`) and ceil
+    /// mode of `op`, an `n`-d pooling, checked in CPU PyTorch's order.
+    fn read(
+        ctx: &Ctx,
+        (op, n): (&str, usize),
+        at: usize,
+        dil_at: Option<usize>,
+        ceil_at: usize,
+    ) -> Result<Pool> {
+        let k = spatial(ctx, (at, n), op, "kernel_size", &[], false)?;
+        let s = spatial(ctx, (at + 1, n), op, "stride", &k, true)?;
+        let p = spatial(ctx, (at + 2, n), op, "padding", &vec![0; n], false)?;
         let d = match dil_at {
-            Some(i) => pair(ctx.int_list(i)?, "dilation", [1, 1])?,
-            None => [1, 1],
+            Some(i) => spatial(ctx, (i, n), op, "dilation", &vec![1; n], false)?,
+            None => vec![1; n],
         };
-        let pool = Pool {
-            k,
-            s,
-            p,
-            d,
-            ceil: ctx.bool_or(ceil_at, false)?,
-        };
-        for i in 0..2 {
-            if k[i] <= 0 {
-                return Err(Error::Runtime(format!(
-                    "kernel size should be greater than zero, but got kH: {} kW: {}",
-                    k[0], k[1]
-                )));
+        // `pooling_output_shape`'s checks, dim by dim, come first.
+        for i in 0..n {
+            if s[i] == 0 {
+                return runtime("stride should not be zero");
             }
-            if s[i] <= 0 {
-                return Err(Error::Runtime(format!(
-                    "stride should be greater than zero, but got dH: {} dW: {}",
-                    s[0], s[1]
-                )));
+            if p[i] < 0 {
+                return runtime(format!("pad must be non-negative, but got pad: {}", p[i]));
             }
-            if d[i] <= 0 {
-                return Err(Error::Runtime(format!(
-                    "dilation should be greater than zero, but got dilationH: {} dilationW: {}",
-                    d[0], d[1]
-                )));
-            }
-            if p[i] < 0 || p[i] > ((k[i] - 1) * d[i] + 1) / 2 {
-                return Err(Error::Runtime(format!(
+            let span = (k[i] - 1).checked_mul(d[i]).and_then(|v| v.checked_add(1));
+            let Some(span) = span else {
+                return runtime(format!(
+                    "effective kernel size overflows, but got kernel_size={} and dilation={}",
+                    k[i], d[i]
+                ));
+            };
+            if p[i] > span / 2 {
+                return runtime(format!(
                     "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
                     p[i], k[i], d[i]
-                )));
+                ));
             }
         }
-        Ok(pool)
+        if k.iter().any(|&v| v <= 0) {
+            return runtime(format!(
+                "kernel size should be greater than zero, but got {}",
+                labelled("k", &k)
+            ));
+        }
+        if s.iter().any(|&v| v <= 0) {
+            return runtime(format!(
+                "stride should be greater than zero, but got {}",
+                labelled("d", &s)
+            ));
+        }
+        if d.iter().any(|&v| v <= 0) {
+            return runtime(format!(
+                "dilation should be greater than zero, but got {}",
+                labelled("dilation", &d)
+            ));
+        }
+        let ceil = ctx.bool_or(ceil_at, false)?;
+        Ok(Pool { k, s, p, d, ceil })
     }
 
-    /// PyTorch's `pooling_output_shape` for spatial dim `i` of size `n`.
-    fn out_size(&self, i: usize, n: i64) -> i64 {
+    /// Number of spatial dims.
+    fn n(&self) -> usize {
+        self.k.len()
+    }
+
+    /// PyTorch's `pooling_output_shape` for spatial dim `i` of size `len`.
+    fn out_size(&self, i: usize, len: i64) -> i64 {
         let (k, s, p, d) = (self.k[i], self.s[i], self.p[i], self.d[i]);
         let extra = if self.ceil { s - 1 } else { 0 };
-        let mut o = (n + 2 * p - d * (k - 1) - 1 + extra).div_euclid(s) + 1;
-        if self.ceil && (o - 1) * s >= n + p {
+        let mut o = (len + 2 * p - d * (k - 1) - 1 + extra).div_euclid(s) + 1;
+        if self.ceil && (o - 1) * s >= len + p {
             o -= 1;
         }
         o
     }
 
-    /// Output spatial sizes of an input `(…, H, W)`, with PyTorch's "too small" error.
-    fn out_sizes(&self, shape: &[i64]) -> Result<[i64; 2]> {
+    /// Output spatial sizes for an input of `shape` (batched or not), after PyTorch's shape
+    /// checks; `kernel_fits` adds avg_pool3d's "input smaller than kernel" check.
+    fn out_sizes(&self, shape: &[i64], op: &str, kernel_fits: bool) -> Result<Vec<i64>> {
+        let n = self.n();
         let r = shape.len();
-        let (h, w) = (shape[r - 2], shape[r - 1]);
-        let o = [self.out_size(0, h), self.out_size(1, w)];
-        if o[0] < 1 || o[1] < 1 {
-            return Err(Error::Runtime(format!(
-                "Given input size: ({}x{h}x{w}). Calculated output size: ({}x{}x{}). Output size is too small",
-                shape[r - 3],
-                shape[r - 3],
-                o[0],
-                o[1]
-            )));
+        let first = if r == n + 2 { 1 } else { 0 };
+        if let Some(i) = (first..r).find(|&i| shape[i] == 0) {
+            return runtime(format!(
+                "{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {shape:?} with dimension {i} being empty"
+            ));
         }
-        Ok(o)
+        let sizes = &shape[r - n..];
+        if kernel_fits && sizes.iter().zip(&self.k).any(|(&len, &k)| len < k) {
+            return runtime(format!(
+                "input image ({}) smaller than kernel size ({})",
+                labelled("", sizes),
+                labelled("k", &self.k)
+            ));
+        }
+        if self.k.iter().zip(&self.p).any(|(&k, &p)| k / 2 < p) {
+            return runtime(format!(
+                "pad should be smaller than or equal to half of kernel size, but got {} {}",
+                labelled("k", &self.k),
+                labelled("pad", &self.p)
+            ));
+        }
+        let out: Vec<i64> = (0..n).map(|i| self.out_size(i, sizes[i])).collect();
+        if out.iter().any(|&o| o < 1) {
+            let planes = shape[r - n - 1];
+            let dims = |v: &[i64]| v.iter().map(|x| format!("x{x}")).collect::<String>();
+            return runtime(format!(
+                "Given input size: ({planes}{}). Calculated output size: ({planes}{}). Output size is too small",
+                dims(sizes),
+                dims(&out)
+            ));
+        }
+        Ok(out)
     }
 
     /// (low, high) padding of spatial dim `i` that makes a window of every output cover
     /// the input (high clipped at zero; the result is sliced to `out` afterwards).
-    fn pads(&self, i: usize, n: i64, out: i64) -> (i64, i64) {
+    fn pads(&self, i: usize, len: i64, out: i64) -> (i64, i64) {
         let span = (self.k[i] - 1) * self.d[i] + 1;
-        let hi = (out - 1) * self.s[i] + span - n - self.p[i];
+        let hi = (out - 1) * self.s[i] + span - len - self.p[i];
         (self.p[i], hi.max(0))
     }
-}
 
-/// Checks a pooling input is 3-d or 4-d and views it as 4-d `(N, C, H, W)`.
-fn as_4d(b: &mut Builder, x: &Value, op: &str) -> Result<Value> {
-    match x.rank() {
-        4 => Ok(x.clone()),
-        3 => {
-            let mut s = vec![1];
-            s.extend_from_slice(x.shape());
-            Ok(b.reshape(x, &s)?)
-        }
-        _ => Err(Error::Runtime(format!(
-            "{op}: Expected 3D or 4D tensor for input, but got: {:?}",
-            x.shape()
-        ))),
+    /// Window padding of a batched input of `shape` pooled to `out`.
+    fn padding(&self, shape: &[i64], out: &[i64]) -> Vec<(i64, i64)> {
+        let mut padding = vec![(0, 0); 2];
+        padding.extend((0..self.n()).map(|i| self.pads(i, shape[i + 2], out[i])));
+        padding
     }
 }
 
-/// Slices the last two dims of `x` to `out`.
-fn crop(b: &mut Builder, x: &Value, out: [i64; 2]) -> Result<Value> {
+/// `v` behind the two leading ones of a window attribute (batch and channel dims).
+fn window(v: &[i64]) -> Vec<i64> {
+    [1, 1].iter().chain(v).copied().collect()
+}
+
+/// Views an `n`-d pooling input as batched: `(C, …)` becomes `(1, C, …)`.
+fn batched(b: &mut Builder, x: &Value, n: usize) -> Result<Value> {
+    if x.rank() == n + 2 {
+        return Ok(x.clone());
+    }
+    let mut s = vec![1];
+    s.extend_from_slice(x.shape());
+    Ok(b.reshape(x, &s)?)
+}
+
+/// `shape` with its last `out.len()` dims replaced by `out`.
+fn pooled_shape(shape: &[i64], out: &[i64]) -> Vec<i64> {
+    let lead = shape.len() - out.len();
+    shape[..lead].iter().chain(out).copied().collect()
+}
+
+/// Slices the last `out.len()` dims of `x` to `out`.
+fn crop(b: &mut Builder, x: &Value, out: &[i64]) -> Result<Value> {
     let r = x.rank();
-    let mut limit = x.shape().to_vec();
-    limit[r - 2] = out[0];
-    limit[r - 1] = out[1];
+    let limit = pooled_shape(x.shape(), out);
     Ok(b.slice(x, &vec![0; r], &limit, &vec![1; r])?)
 }
 
-/// The smallest value of `d` (the max-pool padding value).
-fn lowest(d: DType) -> Literal {
-    match d {
-        d if d.is_float() => Literal::Float(f64::NEG_INFINITY),
-        DType::I8 => Literal::Int(i8::MIN as i64),
-        DType::I16 => Literal::Int(i16::MIN as i64),
-        DType::I32 => Literal::Int(i32::MIN as i64),
-        DType::I64 => Literal::Int(i64::MIN),
-        DType::Bool => Literal::Bool(false),
-        _ => Literal::Int(0),
+/// Checks a pooling gradient of `gy` shape against the input's `shape` pooled to `out`
+/// (channel and spatial dims, as CPU PyTorch's `check_dim_size`).
+fn check_grad_shape(gy: &[i64], shape: &[i64], out: &[i64]) -> Result<()> {
+    let r = shape.len();
+    let want = pooled_shape(shape, out);
+    for (i, w) in want.iter().enumerate().skip(r - out.len() - 1) {
+        if gy.len() != r || gy.get(i) != Some(w) {
+            return runtime(format!(
+                "Expected a tensor of dimension {r} and tensor.size[{i}] == {w} but got: dimension {} and tensor.size[{i}] = {}",
+                gy.len(),
+                gy.get(i).map_or("?".into(), |v| v.to_string())
+            ));
+        }
     }
+    Ok(())
 }
 
 /// Max-pool combine on (value, index) pairs: the larger value (NaN counts as largest),
@@ -176,124 +273,124 @@ fn argmax_combine(b: &mut Builder, acc: &[Value], new: &[Value]) -> Vec<Value> {
     ]
 }
 
-/// `max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)`
+/// Every element's flat index within its plane (the last `n` dims) of a tensor of `shape`.
+fn plane_index(b: &mut Builder, shape: &[i64], n: usize) -> Result<Value> {
+    let ty = TensorType::new(DType::I64, shape.to_vec());
+    let r = shape.len();
+    let mut idx = b.iota(&ty, r - 1);
+    let mut stride = shape[r - 1];
+    for d in (r - n..r - 1).rev() {
+        let io = b.iota(&ty, d);
+        let st = b.full_like(&io, Literal::Int(stride));
+        let t = b.mul(&io, &st)?;
+        idx = b.add(&idx, &t)?;
+        stride *= shape[d];
+    }
+    Ok(idx)
+}
+
+/// `max_pool{n}d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)`
 /// -> (values, flat per-plane argmax indices).
-fn max_pool2d_with_indices(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let pool = Pool::read(ctx, 1, Some(4), 5)?;
+fn max_pool_with_indices(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
+    let op = format!("max_pool{n}d");
+    let ty = ctx.ty(0)?;
+    check_rank(&ty.shape, n)?;
+    let pool = Pool::read(ctx, (&op, n), 1, Some(4), 5)?;
+    let out = pool.out_sizes(&ty.shape, &op, false)?;
+    if ty.dtype == DType::Bool {
+        return Err(not_for(&op, ty.dtype));
+    }
     let x0 = ctx.tensor(0)?;
     let b = &mut ctx.b;
-    let x = as_4d(b, &x0, "max_pool2d")?;
-    let out = pool.out_sizes(x.shape())?;
-    let (h, w) = (x.shape()[2], x.shape()[3]);
-    let ity = TensorType::new(DType::I64, x.shape().to_vec());
-    let rows = b.iota(&ity, 2);
-    let cols = b.iota(&ity, 3);
-    let width = b.full_like(&rows, Literal::Int(w));
-    let rows = b.mul(&rows, &width)?;
-    let idx = b.add(&rows, &cols)?;
+    let x = batched(b, &x0, n)?;
+    let idx = plane_index(b, x.shape(), n)?;
     let init_v = b.constant(lowest(x.dtype()), x.dtype());
     let init_i = b.constant(Literal::Int(i64::MAX), DType::I64);
-    let padding = [
-        (0, 0),
-        (0, 0),
-        pool.pads(0, h, out[0]),
-        pool.pads(1, w, out[1]),
-    ];
     let r = b.reduce_window_multi(
         &[&x, &idx],
         &[&init_v, &init_i],
-        &[1, 1, pool.k[0], pool.k[1]],
-        &[1, 1, pool.s[0], pool.s[1]],
-        &[1, 1, pool.d[0], pool.d[1]],
-        &padding,
+        &window(&pool.k),
+        &window(&pool.s),
+        &window(&pool.d),
+        &pool.padding(x.shape(), &out),
         argmax_combine,
     );
-    let mut shape = x0.shape().to_vec();
-    let r0 = shape.len();
-    shape[r0 - 2] = out[0];
-    shape[r0 - 1] = out[1];
-    let v = crop(b, &r[0], out)?;
-    let i = crop(b, &r[1], out)?;
+    let shape = pooled_shape(&ty.shape, &out);
+    let v = crop(b, &r[0], &out)?;
+    let i = crop(b, &r[1], &out)?;
     Ok(vec![
         Some(b.reshape(&v, &shape)?),
         Some(b.reshape(&i, &shape)?),
     ])
 }
 
-/// `max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
-/// dilation, ceil_mode, indices)`: scatters (adds) each gradient to its argmax position.
-fn max_pool2d_with_indices_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let gy = ctx.tensor(0)?;
+/// `max_pool{n}d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
+/// dilation, ceil_mode, indices)`: adds each gradient at its argmax position.
+fn max_pool_with_indices_backward(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
+    let op = format!("max_pool{n}d");
     let shape = ctx.ty(1)?.shape;
+    check_rank(&shape, n)?;
+    let pool = Pool::read(ctx, (&op, n), 2, Some(5), 6)?;
+    let out = pool.out_sizes(&shape, &op, false)?;
+    let (gt, it) = (ctx.ty(0)?, ctx.ty(7)?);
+    check_grad_shape(&gt.shape, &shape, &out)?;
+    if it.dtype != DType::I64 {
+        return runtime(format!(
+            "expected scalar type Long but found {}",
+            torch_name(it.dtype)
+        ));
+    }
+    if !gt.dtype.is_float() {
+        return Err(not_for(&format!("{op}_backward"), gt.dtype));
+    }
+    let gy = ctx.tensor(0)?;
     let idx = ctx.tensor(7)?;
     let b = &mut ctx.b;
-    let ct = opmath(gy.dtype());
     let r = shape.len();
-    let plane = shape[r - 1] * shape[r - 2];
-    let planes: i64 = shape[..r - 2].iter().product();
-    let m = gy.ty.numel();
-    let idx = b.convert(&idx, DType::I64);
-    let idx = b.reshape(&idx, &[planes, m / planes.max(1)])?;
-    let base = b.iota(&idx.ty, 0);
-    let stride = b.full_like(&base, Literal::Int(plane));
-    let base = b.mul(&base, &stride)?;
-    let flat = b.add(&idx, &base)?;
-    let flat = b.reshape(&flat, &[m, 1])?;
-    let upd = b.convert(&gy, ct);
-    let upd = b.reshape(&upd, &[m])?;
-    let zeros = b.splat(Literal::Int(0), &TensorType::new(ct, [planes * plane]));
-    let dims = ScatterDims {
-        update_window_dims: vec![],
-        inserted_window_dims: vec![0],
-        scatter_dims_to_operand_dims: vec![0],
-        index_vector_dim: 1,
-    };
-    let g = b.scatter(
-        &zeros,
-        &flat,
-        &upd,
-        &dims,
-        Some(|b, a, c| b.add(a, c).expect("same types")),
-    );
+    let planes: i64 = shape[..r - n].iter().product();
+    let plane: i64 = shape[r - n..].iter().product();
+    let upd = b.convert(&gy, opmath(gy.dtype()));
+    let g = scatter_into_planes(b, &upd, &idx, planes, plane, Some(add_c))?;
     let g = b.reshape(&g, &shape)?;
     one(b.convert(&g, gy.dtype()))
 }
 
-/// The divisors of an average pool over `(H, W)`: a `(1, 1, oh, ow)` tensor of `ct`.
+/// The divisors of an average pool over spatial sizes `sizes`: a `(1, 1, out…)` tensor of `ct`.
 fn avg_divisor(
     b: &mut Builder,
     pool: &Pool,
-    hw: [i64; 2],
-    out: [i64; 2],
+    sizes: &[i64],
+    out: &[i64],
     include_pad: bool,
     divisor_override: Option<i64>,
     ct: DType,
 ) -> Result<Value> {
-    let out_ty = TensorType::new(ct, [1, 1, out[0], out[1]]);
+    let out_ty = TensorType::new(ct, window(out));
     if let Some(d) = divisor_override {
         return Ok(b.splat(Literal::Int(d), &out_ty));
     }
-    let mut padding = vec![(0, 0), (0, 0)];
-    let ones_shape = if include_pad {
-        for i in 0..2 {
-            let (_, hi) = pool.pads(i, hw[i], out[i]);
-            padding.push((0, (hi - pool.p[i]).max(0)));
+    // Count the ones a window covers: of the padded input (up to, not past, its padding)
+    // with count_include_pad, else of the input alone.
+    let mut padding = vec![(0, 0); 2];
+    let mut ones_shape = vec![1, 1];
+    for i in 0..pool.n() {
+        let (lo, hi) = pool.pads(i, sizes[i], out[i]);
+        if include_pad {
+            padding.push((0, (hi - lo).max(0)));
+            ones_shape.push(sizes[i] + 2 * lo);
+        } else {
+            padding.push((lo, hi));
+            ones_shape.push(sizes[i]);
         }
-        [1, 1, hw[0] + 2 * pool.p[0], hw[1] + 2 * pool.p[1]]
-    } else {
-        for i in 0..2 {
-            padding.push(pool.pads(i, hw[i], out[i]));
-        }
-        [1, 1, hw[0], hw[1]]
-    };
+    }
     let ones = b.splat(Literal::Int(1), &TensorType::new(ct, ones_shape));
     let zero = b.constant(Literal::Int(0), ct);
     let counts = b.reduce_window(
         &ones,
         &zero,
-        &[1, 1, pool.k[0], pool.k[1]],
-        &[1, 1, pool.s[0], pool.s[1]],
-        &[1, 1, 1, 1],
+        &window(&pool.k),
+        &window(&pool.s),
+        &vec![1; pool.n() + 2],
         &padding,
         |b, a, c| b.add(a, c).expect("same types"),
     );
@@ -305,106 +402,100 @@ fn avg_flags(ctx: &Ctx, at: usize) -> Result<(bool, Option<i64>)> {
     let include_pad = ctx.bool_or(at + 1, true)?;
     let divisor = ctx.opt_int(at + 2)?;
     if divisor == Some(0) {
-        return Err(Error::Runtime("divisor must be not zero".into()));
+        return runtime("divisor must be not zero");
     }
     Ok((include_pad, divisor))
 }
 
-/// The compute type of an average pool of `d` (floats and int64 only, like CPU PyTorch).
-fn avg_opmath(d: DType, kernel: &str) -> Result<DType> {
-    if d.is_float() || d == DType::I64 {
+/// The compute type of an `n`-d average pool of `d`, with CPU PyTorch's dtypes: floats
+/// and int64, but no 16-bit floats in 3-d.
+fn avg_opmath(d: DType, n: usize, kernel: &str) -> Result<DType> {
+    let half = matches!(d, DType::F16 | DType::BF16);
+    if (d.is_float() && !(half && n == 3)) || d == DType::I64 {
         Ok(opmath(d))
     } else {
         Err(not_for(kernel, d))
     }
 }
 
-/// `avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+/// `avg_pool{n}d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
 /// divisor_override)`.
-fn avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let pool = Pool::read(ctx, 1, None, 4)?;
+fn avg_pool(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
+    let op = format!("avg_pool{n}d");
+    let ty = ctx.ty(0)?;
+    check_rank(&ty.shape, n)?;
+    let pool = Pool::read(ctx, (&op, n), 1, None, 4)?;
     let (include_pad, divisor) = avg_flags(ctx, 4)?;
+    let out = pool.out_sizes(&ty.shape, &op, n == 3)?;
+    let ct = avg_opmath(ty.dtype, n, &op)?;
     let x0 = ctx.tensor(0)?;
-    let ct = avg_opmath(x0.dtype(), "avg_pool2d")?;
     let b = &mut ctx.b;
-    let x = as_4d(b, &x0, "avg_pool2d")?;
+    let x = batched(b, &x0, n)?;
     let x = b.convert(&x, ct);
-    let out = pool.out_sizes(x.shape())?;
-    let hw = [x.shape()[2], x.shape()[3]];
+    let sizes = x.shape()[2..].to_vec();
     let zero = b.constant(Literal::Int(0), ct);
-    let padding = [
-        (0, 0),
-        (0, 0),
-        pool.pads(0, hw[0], out[0]),
-        pool.pads(1, hw[1], out[1]),
-    ];
     let s = b.reduce_window(
         &x,
         &zero,
-        &[1, 1, pool.k[0], pool.k[1]],
-        &[1, 1, pool.s[0], pool.s[1]],
-        &[1, 1, 1, 1],
-        &padding,
+        &window(&pool.k),
+        &window(&pool.s),
+        &vec![1; n + 2],
+        &pool.padding(x.shape(), &out),
         |b, a, c| b.add(a, c).expect("same types"),
     );
-    let s = crop(b, &s, out)?;
-    let div = avg_divisor(b, &pool, hw, out, include_pad, divisor, ct)?;
-    let div = b.broadcast_in_dim(&div, s.shape(), &[0, 1, 2, 3])?;
+    let s = crop(b, &s, &out)?;
+    let div = avg_divisor(b, &pool, &sizes, &out, include_pad, divisor, ct)?;
+    let div = b.broadcast_to(&div, s.shape())?;
     let y = b.div(&s, &div)?;
-    let mut shape = x0.shape().to_vec();
-    let r = shape.len();
-    shape[r - 2] = out[0];
-    shape[r - 1] = out[1];
-    let y = b.reshape(&y, &shape)?;
-    one(b.convert(&y, x0.dtype()))
+    let y = b.reshape(&y, &pooled_shape(&ty.shape, &out))?;
+    one(b.convert(&y, ty.dtype))
 }
 
-/// `avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+/// `avg_pool{n}d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
 /// count_include_pad, divisor_override)`: spreads each `grad / divisor` over its window.
-fn avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let pool = Pool::read(ctx, 2, None, 5)?;
-    let (include_pad, divisor) = avg_flags(ctx, 5)?;
+fn avg_pool_backward(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
+    let op = format!("avg_pool{n}d");
     let shape = ctx.ty(1)?.shape;
+    check_rank(&shape, n)?;
+    let pool = Pool::read(ctx, (&op, n), 2, None, 5)?;
+    let (include_pad, divisor) = avg_flags(ctx, 5)?;
+    let out = pool.out_sizes(&shape, &op, n == 3)?;
+    let gt = ctx.ty(0)?;
+    check_grad_shape(&gt.shape, &shape, &out)?;
+    let ct = avg_opmath(gt.dtype, n, &format!("{op}_backward"))?;
     let gy0 = ctx.tensor(0)?;
-    let ct = avg_opmath(gy0.dtype(), "avg_pool2d_backward")?;
     let b = &mut ctx.b;
-    let gy = as_4d(b, &gy0, "avg_pool2d_backward")?;
+    let gy = batched(b, &gy0, n)?;
     let gy = b.convert(&gy, ct);
-    let r = shape.len();
-    let hw = [shape[r - 2], shape[r - 1]];
-    let out = [gy.shape()[2], gy.shape()[3]];
-    let div = avg_divisor(b, &pool, hw, out, include_pad, divisor, ct)?;
-    let div = b.broadcast_in_dim(&div, gy.shape(), &[0, 1, 2, 3])?;
+    let sizes = &shape[shape.len() - n..];
+    let div = avg_divisor(b, &pool, sizes, &out, include_pad, divisor, ct)?;
+    let div = b.broadcast_to(&div, gy.shape())?;
     let g = b.div(&gy, &div)?;
+    // Every window spread over the input: the gradient dilated by the stride, padded by
+    // `k - 1` and summed over windows of `k`, then cut back from padded to input coordinates.
     let zero = b.constant(Literal::Int(0), ct);
-    let (k, s) = (pool.k, pool.s);
-    let dilated = b.pad(
-        &g,
-        &zero,
-        &[0, 0, k[0] - 1, k[1] - 1],
-        &[0, 0, k[0] - 1, k[1] - 1],
-        &[0, 0, s[0] - 1, s[1] - 1],
-    )?;
+    let (k, s, p) = (&pool.k, &pool.s, &pool.p);
+    let margin: Vec<i64> = k.iter().map(|k| k - 1).collect();
+    let gaps: Vec<i64> = s.iter().map(|s| s - 1).collect();
+    let lead = [0, 0];
+    let edge: Vec<i64> = lead.iter().chain(&margin).copied().collect();
+    let interior: Vec<i64> = lead.iter().chain(&gaps).copied().collect();
+    let dilated = b.pad(&g, &zero, &edge, &edge, &interior)?;
     let full = b.reduce_window(
         &dilated,
         &zero,
-        &[1, 1, k[0], k[1]],
-        &[1, 1, 1, 1],
-        &[1, 1, 1, 1],
-        &[(0, 0); 4],
+        &window(k),
+        &vec![1; n + 2],
+        &vec![1; n + 2],
+        &vec![(0, 0); n + 2],
         |b, a, c| b.add(a, c).expect("same types"),
     );
-    let covered = [full.shape()[2], full.shape()[3]];
-    let p = pool.p;
-    let gi = b.pad(
-        &full,
-        &zero,
-        &[0, 0, -p[0], -p[1]],
-        &[0, 0, hw[0] + p[0] - covered[0], hw[1] + p[1] - covered[1]],
-        &[0, 0, 0, 0],
-    )?;
+    let low: Vec<i64> = lead.iter().chain(p).map(|v| -v).collect();
+    let mut high = vec![0, 0];
+    high.extend((0..n).map(|i| sizes[i] + p[i] - full.shape()[i + 2]));
+    let gi = b.pad(&full, &zero, &low, &high, &vec![0; n + 2])?;
     let gi = b.reshape(&gi, &shape)?;
-    one(b.convert(&gi, gy0.dtype()))
+    one(b.convert(&gi, gt.dtype))
 }
 
 /// PyTorch's adaptive-pool bins from `n_in` to `n_out`: the 0/1 membership matrix
@@ -517,19 +608,35 @@ fn adaptive_avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["max_pool2d_with_indices", "max_pool2d_with_indices.out"],
-        max_pool2d_with_indices,
+        |ctx| max_pool_with_indices(ctx, 2),
+    );
+    reg.ops(
+        &["max_pool3d_with_indices", "max_pool3d_with_indices.out"],
+        |ctx| max_pool_with_indices(ctx, 3),
     );
     reg.ops(
         &[
             "max_pool2d_with_indices_backward",
             "max_pool2d_with_indices_backward.grad_input",
         ],
-        max_pool2d_with_indices_backward,
+        |ctx| max_pool_with_indices_backward(ctx, 2),
     );
-    reg.ops(&["avg_pool2d", "avg_pool2d.out"], avg_pool2d);
+    reg.ops(
+        &[
+            "max_pool3d_with_indices_backward",
+            "max_pool3d_with_indices_backward.grad_input",
+        ],
+        |ctx| max_pool_with_indices_backward(ctx, 3),
+    );
+    reg.ops(&["avg_pool2d", "avg_pool2d.out"], |ctx| avg_pool(ctx, 2));
+    reg.ops(&["avg_pool3d", "avg_pool3d.out"], |ctx| avg_pool(ctx, 3));
     reg.ops(
         &["avg_pool2d_backward", "avg_pool2d_backward.grad_input"],
-        avg_pool2d_backward,
+        |ctx| avg_pool_backward(ctx, 2),
+    );
+    reg.ops(
+        &["avg_pool3d_backward", "avg_pool3d_backward.grad_input"],
+        |ctx| avg_pool_backward(ctx, 3),
     );
     reg.ops(
         &["_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"],

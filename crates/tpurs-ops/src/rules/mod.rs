@@ -26,6 +26,7 @@ mod complex;
 mod complex_math;
 mod conv;
 mod decomp;
+mod distance;
 mod elementwise;
 mod embedding_bag;
 mod erfc;
@@ -85,6 +86,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     group_norm::register(reg);
     conv::register(reg);
     pool::register(reg);
+    distance::register(reg);
     batch_norm::register(reg);
     reduce::register(reg);
     running::register(reg);

@@ -52,13 +52,20 @@ def test_max_pool3d_ties_take_the_first_maximum(dtype):
         check(lambda x: F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 1), dilation=(2, 1, 1), return_indices=True), x)
 
 
-def test_max_pool3d_nan_wins_its_window():
+def test_max_pool_nan_wins_its_window():
+    # NaN is the maximum; among several NaNs in a window CPU keeps the last one
     x = torch.randn(1, 2, 4, 4, 4)
     x[0, 0, 1, 2, 3] = float("nan")
     x[0, 1, 0, 0, 0] = float("nan")
     x[0, 1, 3, 3, 3] = float("nan")
+    x[0, 1, 1, 1, 1] = float("nan")
+    x[0, 1, 1, 1, 2] = float("nan")
+    x[0, 1, 2, 1, 1] = float("nan")
     with no_fallback():
         check(lambda x: F.max_pool3d(x, 2, stride=1, return_indices=True), x)
+        check(lambda x: F.max_pool3d(x, 3, stride=1, padding=1, return_indices=True), x)
+        check(lambda x: F.max_pool2d(x, 2, stride=1, return_indices=True), x[0])
+        check(lambda x: F.max_pool2d(x, 3, stride=1, padding=1, return_indices=True), x[0])
 
 
 def test_max_pool3d_overlapping_windows_add_gradients():

@@ -102,7 +102,8 @@ fn euclid_by_product(b: &mut Builder, x1: &Value, x2: &Value) -> Result<Value> {
 /// `x2` of a per-p map of `x1 - x2` (p = 0 has none; the caller returns zeros).
 fn distance_grad(
     b: &mut Builder,
-    (x1, x2): (&Value, &Value),
+    x1: &Value,
+    x2: &Value,
     g: &Value,
     d: &Value,
     p: f64,
@@ -314,7 +315,7 @@ fn cdist_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x2 = flat_batch(b, &x2, &batch)?;
     let g = b.reshape(&g, &[bn, r1, r2])?;
     let d = b.reshape(&d, &[bn, r1, r2])?;
-    let gx = distance_grad(b, (&x1, &x2), &g, &d, p)?;
+    let gx = distance_grad(b, &x1, &x2, &g, &d, p)?;
     one(b.reshape(&gx, &shape)?)
 }
 
@@ -445,7 +446,7 @@ fn pdist_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let g = symmetric(b, &g, &k)?;
     let d = symmetric(b, &d, &k)?;
     let x = b.reshape(&x, &[1, n, cols])?;
-    let gx = distance_grad(b, (&x, &x), &g, &d, p)?;
+    let gx = distance_grad(b, &x, &x, &g, &d, p)?;
     one(b.reshape(&gx, &[n, cols])?)
 }
 

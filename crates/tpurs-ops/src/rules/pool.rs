@@ -32,7 +32,8 @@ fn labelled(prefix: &str, v: &[i64]) -> String {
 /// `default` where the schema allows it (`omissible`: stride) or the argument is absent.
 fn spatial(
     ctx: &Ctx,
-    (i, n): (usize, usize),
+    i: usize,
+    n: usize,
     op: &str,
     what: &str,
     default: &[i64],
@@ -77,16 +78,17 @@ impl Pool {
     /// mode of `op`, an `n`-d pooling, checked in CPU PyTorch's order.
     fn read(
         ctx: &Ctx,
-        (op, n): (&str, usize),
+        op: &str,
+        n: usize,
         at: usize,
         dil_at: Option<usize>,
         ceil_at: usize,
     ) -> Result<Pool> {
-        let k = spatial(ctx, (at, n), op, "kernel_size", &[], false)?;
-        let s = spatial(ctx, (at + 1, n), op, "stride", &k, true)?;
-        let p = spatial(ctx, (at + 2, n), op, "padding", &vec![0; n], false)?;
+        let k = spatial(ctx, at, n, op, "kernel_size", &[], false)?;
+        let s = spatial(ctx, at + 1, n, op, "stride", &k, true)?;
+        let p = spatial(ctx, at + 2, n, op, "padding", &vec![0; n], false)?;
         let d = match dil_at {
-            Some(i) => spatial(ctx, (i, n), op, "dilation", &vec![1; n], false)?,
+            Some(i) => spatial(ctx, i, n, op, "dilation", &vec![1; n], false)?,
             None => vec![1; n],
         };
         // `pooling_output_shape`'s checks, dim by dim, come first.
@@ -250,11 +252,14 @@ fn check_grad_shape(gy: &[i64], shape: &[i64], out: &[i64]) -> Result<()> {
 }
 
 /// Max-pool combine on (value, index) pairs: the larger value (NaN counts as largest),
-/// the smaller flat index on ties, so that the first maximum of a window wins.
+/// the smaller flat index on ties, so that the first maximum of a window wins, but the
+/// larger index between NaNs: CPU's scan takes every NaN it meets, so the last one wins.
 fn argmax_combine(b: &mut Builder, acc: &[Value], new: &[Value]) -> Vec<Value> {
     let (va, ia, vb, ib) = (&acc[0], &acc[1], &new[0], &new[1]);
     let mut gt = b.compare(CompareDir::Gt, va, vb).expect("same types");
-    let mut eq = b.compare(CompareDir::Eq, va, vb).expect("same types");
+    let eq = b.compare(CompareDir::Eq, va, vb).expect("same types");
+    let first = b.compare(CompareDir::Lt, ia, ib).expect("same types");
+    let tie = b.and(&eq, &first).expect("same types");
     if va.dtype().is_float() {
         let na = b.compare(CompareDir::Ne, va, va).expect("same types");
         let nb = b.compare(CompareDir::Ne, vb, vb).expect("same types");
@@ -262,10 +267,10 @@ fn argmax_combine(b: &mut Builder, acc: &[Value], new: &[Value]) -> Vec<Value> {
         let a_nan = b.and(&na, &not_nb).expect("same types");
         gt = b.or(&gt, &a_nan).expect("same types");
         let both = b.and(&na, &nb).expect("same types");
-        eq = b.or(&eq, &both).expect("same types");
+        let last = b.compare(CompareDir::Gt, ia, ib).expect("same types");
+        let nan_tie = b.and(&both, &last).expect("same types");
+        gt = b.or(&gt, &nan_tie).expect("same types");
     }
-    let first = b.compare(CompareDir::Lt, ia, ib).expect("same types");
-    let tie = b.and(&eq, &first).expect("same types");
     let pick = b.or(&gt, &tie).expect("same types");
     vec![
         b.select(&pick, va, vb).expect("same types"),
@@ -295,7 +300,7 @@ fn max_pool_with_indices(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
     let op = format!("max_pool{n}d");
     let ty = ctx.ty(0)?;
     check_rank(&ty.shape, n)?;
-    let pool = Pool::read(ctx, (&op, n), 1, Some(4), 5)?;
+    let pool = Pool::read(ctx, &op, n, 1, Some(4), 5)?;
     let out = pool.out_sizes(&ty.shape, &op, false)?;
     if ty.dtype == DType::Bool {
         return Err(not_for(&op, ty.dtype));
@@ -330,7 +335,7 @@ fn max_pool_with_indices_backward(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
     let op = format!("max_pool{n}d");
     let shape = ctx.ty(1)?.shape;
     check_rank(&shape, n)?;
-    let pool = Pool::read(ctx, (&op, n), 2, Some(5), 6)?;
+    let pool = Pool::read(ctx, &op, n, 2, Some(5), 6)?;
     let out = pool.out_sizes(&shape, &op, false)?;
     let (gt, it) = (ctx.ty(0)?, ctx.ty(7)?);
     check_grad_shape(&gt.shape, &shape, &out)?;
@@ -424,7 +429,7 @@ fn avg_pool(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
     let op = format!("avg_pool{n}d");
     let ty = ctx.ty(0)?;
     check_rank(&ty.shape, n)?;
-    let pool = Pool::read(ctx, (&op, n), 1, None, 4)?;
+    let pool = Pool::read(ctx, &op, n, 1, None, 4)?;
     let (include_pad, divisor) = avg_flags(ctx, 4)?;
     let out = pool.out_sizes(&ty.shape, &op, n == 3)?;
     let ct = avg_opmath(ty.dtype, n, &op)?;
@@ -457,7 +462,7 @@ fn avg_pool_backward(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
     let op = format!("avg_pool{n}d");
     let shape = ctx.ty(1)?.shape;
     check_rank(&shape, n)?;
-    let pool = Pool::read(ctx, (&op, n), 2, None, 5)?;
+    let pool = Pool::read(ctx, &op, n, 2, None, 5)?;
     let (include_pad, divisor) = avg_flags(ctx, 5)?;
     let out = pool.out_sizes(&shape, &op, n == 3)?;
     let gt = ctx.ty(0)?;

@@ -4,7 +4,7 @@
 
 use tpurs_hlo::{Builder, ConvDims, DType, Literal, Value};
 
-use super::one;
+use super::{conv_patches, one};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
@@ -81,18 +81,22 @@ fn conv_window(ctx: &Ctx, at: usize, groups_at: usize, nsp: usize) -> Result<Win
     Ok(win)
 }
 
-/// A plain convolution of `x` (N, C, *) with `w` (O, C/g, *k), accumulated in `acc`.
-fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window, acc: DType) -> Result<Value> {
-    let nsp = x.rank() - 2;
-    let dims = ConvDims {
+/// The window of a plain convolution as `stablehlo.convolution` dimensions.
+fn fwd_dims(win: &Window) -> ConvDims {
+    let nsp = win.stride.len();
+    ConvDims {
         strides: win.stride.clone(),
         padding: win.padding.iter().map(|&p| (p, p)).collect(),
         lhs_dilation: vec![1; nsp],
         rhs_dilation: win.dilation.clone(),
         feature_group_count: win.groups,
         batch_group_count: 1,
-    };
-    Ok(b.convolution(x, w, &dims, acc)?)
+    }
+}
+
+/// A plain convolution of `x` (N, C, *) with `w` (O, C/g, *k), accumulated in `acc`.
+fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window, acc: DType) -> Result<Value> {
+    conv_patches::convolution(b, x, w, &fwd_dims(win), acc)
 }
 
 /// The gradient of [`conv_fwd`] with respect to an input of spatial size `in_sp`, given
@@ -132,7 +136,7 @@ fn conv_grad_input(
         feature_group_count: g,
         batch_group_count: 1,
     };
-    Ok(b.convolution(gy, &wt, &dims, acc)?)
+    conv_patches::convolution(b, gy, &wt, &dims, acc)
 }
 
 /// The gradient of [`conv_fwd`] with respect to its kernel of spatial size `k`: a
@@ -145,6 +149,10 @@ fn conv_grad_weight(
     win: &Window,
     acc: DType,
 ) -> Result<Value> {
+    let fwd = fwd_dims(win);
+    if conv_patches::prefers_patches(x.shape(), k, &fwd) {
+        return conv_patches::weight_grad(b, x, gy, k, &fwd, acc);
+    }
     let nsp = x.rank() - 2;
     let perm: Vec<i64> = [1, 0].into_iter().chain(2..2 + nsp as i64).collect();
     let xt = b.transpose(x, &perm)?;

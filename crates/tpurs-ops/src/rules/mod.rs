@@ -25,6 +25,7 @@ mod combine;
 mod complex;
 mod complex_math;
 mod conv;
+mod conv_patches;
 mod decomp;
 mod distance;
 mod elementwise;

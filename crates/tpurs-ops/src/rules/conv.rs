@@ -96,7 +96,7 @@ fn fwd_dims(win: &Window) -> ConvDims {
 
 /// A plain convolution of `x` (N, C, *) with `w` (O, C/g, *k), accumulated in `acc`.
 fn conv_fwd(b: &mut Builder, x: &Value, w: &Value, win: &Window, acc: DType) -> Result<Value> {
-    conv_patches::convolution(b, x, w, &fwd_dims(win), acc)
+    conv_patches::convolution(b, x, w, &fwd_dims(win), acc, true)
 }
 
 /// The gradient of [`conv_fwd`] with respect to an input of spatial size `in_sp`, given
@@ -136,7 +136,7 @@ fn conv_grad_input(
         feature_group_count: g,
         batch_group_count: 1,
     };
-    conv_patches::convolution(b, gy, &wt, &dims, acc)
+    conv_patches::convolution(b, gy, &wt, &dims, acc, false)
 }
 
 /// The gradient of [`conv_fwd`] with respect to its kernel of spatial size `k`: a

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import torch
 
-_SOURCES = ("autocast.cpp", "device.cpp", "kernels.cpp", "lstsq.cpp", "native.cpp", "pinned.cpp", "profiler.cpp")
+_SOURCES = (
+    "attention.cpp",
+    "autocast.cpp",
+    "device.cpp",
+    "kernels.cpp",
+    "lstsq.cpp",
+    "native.cpp",
+    "pinned.cpp",
+    "profiler.cpp",
+)
 _HEADERS = ("bridge.h", "tpurs_core_api.h")
 
 

@@ -19,6 +19,7 @@ macro_rules! unary {
 mod activations;
 mod adaptive_pool;
 mod advanced_index;
+mod attention;
 mod batch_norm;
 mod bessel;
 mod combine;
@@ -78,6 +79,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     gated::register(reg);
     polynomials::register(reg);
     nn::register(reg);
+    attention::register(reg);
     losses::register(reg);
     flat_index::register(reg);
     float_bits::register(reg);

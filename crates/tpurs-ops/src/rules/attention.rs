@@ -24,10 +24,30 @@ struct Dims {
 }
 
 impl Dims {
-    /// Query-side shape grouped by key/value head: (B, Hkv, H/Hkv, L, tail).
-    fn grouped(&self, tail: i64) -> Vec<i64> {
-        let rep = self.heads / self.kv_heads;
-        vec![self.batch, self.kv_heads, rep, self.q_len, tail]
+    /// Query heads per key/value head.
+    fn rep(&self) -> i64 {
+        self.heads / self.kv_heads
+    }
+
+    /// The queries of the heads sharing a key/value head as the rows of one matrix:
+    /// (B*Hkv, rep*L, tail), so that every product is a plain batched matmul.
+    fn rows(&self, tail: i64) -> Vec<i64> {
+        vec![self.batch * self.kv_heads, self.rep() * self.q_len, tail]
+    }
+
+    /// Keys or values per key/value head: (B*Hkv, S, tail).
+    fn keys(&self, tail: i64) -> Vec<i64> {
+        vec![self.batch * self.kv_heads, self.kv_len, tail]
+    }
+
+    /// Scores with the query rows split back: (B*Hkv, rep, L, S).
+    fn split(&self) -> Vec<i64> {
+        vec![
+            self.batch * self.kv_heads,
+            self.rep(),
+            self.q_len,
+            self.kv_len,
+        ]
     }
 }
 
@@ -76,7 +96,7 @@ fn check(ctx: &Ctx, q: usize, k: usize, v: usize, mask: usize, dropout: usize) -
     Ok(dims)
 }
 
-/// Scaled, masked scores (B, Hkv, rep, L, S) from the widened query (grouped) and key.
+/// Masked scores (B*Hkv, rep*L, S) of the widened, already scaled query rows and keys.
 fn scores(
     ctx: &mut Ctx,
     d: &Dims,
@@ -84,35 +104,54 @@ fn scores(
     k: &Value,
     mask: usize,
     causal: bool,
-    scale: f64,
 ) -> Result<Value> {
-    let s = ctx.b.dot_general(q, k, (&[0, 1], &[0, 1]), (&[4], &[3]))?;
-    let c = ctx.b.full_like(&s, Literal::Float(scale));
-    let mut s = ctx.b.mul(&s, &c)?;
-    let full = d.grouped(d.kv_len);
+    let s = ctx.b.dot_general(q, k, (&[0], &[0]), (&[2], &[2]))?;
+    let mut s = ctx.b.reshape(&s, &d.split())?;
     if let Some(m) = ctx.opt_tensor(mask)? {
         let b = &mut ctx.b;
         let m = b.convert(&m, s.dtype());
         let m = b.broadcast_to(&m, &[d.batch, d.heads, d.q_len, d.kv_len])?;
-        let m = b.reshape(&m, &full)?;
+        let m = b.reshape(&m, &d.split())?;
         s = b.add(&s, &m)?;
     }
     if causal {
         // Upper-left aligned, as on the CPU: query row i sees keys 0..=i.
         let b = &mut ctx.b;
-        let ty = TensorType::new(DType::I64, full.clone());
-        let row = b.iota(&ty, 3);
-        let col = b.iota(&ty, 4);
+        let ty = TensorType::new(DType::I64, vec![d.q_len, d.kv_len]);
+        let row = b.iota(&ty, 0);
+        let col = b.iota(&ty, 1);
         let keep = b.compare(CompareDir::Le, &col, &row)?;
+        let keep = b.broadcast_in_dim(&keep, s.shape(), &[2, 3])?;
         let ninf = b.full_like(&s, Literal::Float(f64::NEG_INFINITY));
         s = b.select(&keep, &s, &ninf)?;
     }
-    Ok(s)
+    Ok(ctx.b.reshape(&s, &d.rows(d.kv_len))?)
 }
 
-/// Softmax weights `exp(s - lse)` for per-row log-sum-exp `lse` (B, Hkv, rep, L).
+/// The widened query (B, H, L, E) as scaled rows (B*Hkv, rep*L, E).
+fn query_rows(b: &mut Builder, d: &Dims, q: &Value, scale: f64) -> Result<Value> {
+    let q = widen(b, q);
+    let c = b.full_like(&q, Literal::Float(scale));
+    let q = b.mul(&q, &c)?;
+    Ok(b.reshape(&q, &d.rows(q.shape()[3]))?)
+}
+
+/// A widened (B, H, L, E) tensor as rows (B*Hkv, rep*L, E).
+fn rows(b: &mut Builder, d: &Dims, x: &Value) -> Result<Value> {
+    let x = widen(b, x);
+    Ok(b.reshape(&x, &d.rows(x.shape()[3]))?)
+}
+
+/// A widened key or value (B, Hkv, S, E) as (B*Hkv, S, E).
+fn keys(b: &mut Builder, d: &Dims, x: &Value) -> Result<Value> {
+    let x = widen(b, x);
+    Ok(b.reshape(&x, &d.keys(x.shape()[3]))?)
+}
+
+/// Softmax weights `exp(s - lse)` of scores (B*Hkv, rep*L, S) for per-row log-sum-exp
+/// `lse` (B*Hkv, rep*L).
 fn weights(b: &mut Builder, s: &Value, lse: &Value) -> Result<Value> {
-    let lse = b.broadcast_in_dim(lse, s.shape(), &[0, 1, 2, 3])?;
+    let lse = b.broadcast_in_dim(lse, s.shape(), &[0, 1])?;
     let shifted = b.sub(s, &lse)?;
     Ok(b.exp(&shifted))
 }
@@ -133,15 +172,14 @@ fn flash_attention(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let causal = ctx.bool_or(4, false)?;
     let scale = softmax_scale(ctx, 6, head)?;
     let q = ctx.tensor(0)?;
+    let q = query_rows(&mut ctx.b, &d, &q, scale)?;
     let k = ctx.tensor(1)?;
+    let k = keys(&mut ctx.b, &d, &k)?;
     let v = ctx.tensor(2)?;
-    let q = widen(&mut ctx.b, &q);
-    let q = ctx.b.reshape(&q, &d.grouped(head))?;
-    let k = widen(&mut ctx.b, &k);
-    let s = scores(ctx, &d, &q, &k, 5, causal, scale)?;
+    let s = scores(ctx, &d, &q, &k, 5, causal)?;
     let b = &mut ctx.b;
     let ninf = b.constant(Literal::Float(f64::NEG_INFINITY), s.dtype());
-    let max = b.reduce(&s, &ninf, &[4], |b, x, y| b.max(x, y).expect("same type"));
+    let max = b.reduce(&s, &ninf, &[2], |b, x, y| b.max(x, y).expect("same type"));
     // A row that sees no key gives zeros and a log-sum-exp of 0, as on the CPU.
     let dead = {
         let ninf = b.full_like(&max, Literal::Float(f64::NEG_INFINITY));
@@ -150,13 +188,16 @@ fn flash_attention(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let zero = b.full_like(&max, Literal::Int(0));
     let safe_max = b.select(&dead, &zero, &max)?;
     let e = weights(b, &s, &safe_max)?;
-    let total = sum_dims(b, &e, &[4], false)?;
+    let total = sum_dims(b, &e, &[2], false)?;
     let lse = b.log(&total);
     let lse = b.add(&lse, &safe_max)?;
     let lse = b.select(&dead, &zero, &lse)?;
-    let p = weights(b, &s, &lse)?;
-    let v = widen(b, &v);
-    let out = b.dot_general(&p, &v, (&[0, 1], &[0, 1]), (&[4], &[2]))?;
+    let one = b.full_like(&total, Literal::Int(1));
+    let total = b.select(&dead, &one, &total)?;
+    let total = b.broadcast_in_dim(&total, e.shape(), &[0, 1])?;
+    let p = b.div(&e, &total)?;
+    let v = keys(b, &d, &v)?;
+    let out = b.dot_general(&p, &v, (&[0], &[0]), (&[2], &[1]))?;
     let out = b.reshape(&out, &[d.batch, d.heads, d.q_len, head])?;
     let lse = b.reshape(&lse, &[d.batch, d.heads, d.q_len])?;
     Ok(vec![Some(b.convert(&out, dt)), Some(lse)])
@@ -171,36 +212,39 @@ fn flash_attention_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let head = ctx.ty(1)?.shape[3];
     let causal = ctx.bool_or(7, false)?;
     let scale = softmax_scale(ctx, 9, head)?;
-    let mut grouped = Vec::new();
-    for i in [0, 1, 4] {
-        let t = ctx.tensor(i)?;
-        let t = widen(&mut ctx.b, &t);
-        grouped.push(ctx.b.reshape(&t, &d.grouped(head))?);
-    }
-    let [go, q, out] = <[Value; 3]>::try_from(grouped).expect("three tensors");
+    let go = ctx.tensor(0)?;
+    let go = rows(&mut ctx.b, &d, &go)?;
+    let q = ctx.tensor(1)?;
+    let q = query_rows(&mut ctx.b, &d, &q, scale)?;
     let k = ctx.tensor(2)?;
-    let k = widen(&mut ctx.b, &k);
+    let k = keys(&mut ctx.b, &d, &k)?;
     let v = ctx.tensor(3)?;
-    let v = widen(&mut ctx.b, &v);
+    let v = keys(&mut ctx.b, &d, &v)?;
+    let out = ctx.tensor(4)?;
+    let out = rows(&mut ctx.b, &d, &out)?;
     let lse = ctx.tensor(5)?;
-    let s = scores(ctx, &d, &q, &k, 8, causal, scale)?;
+    let s = scores(ctx, &d, &q, &k, 8, causal)?;
     let b = &mut ctx.b;
     let lse = b.convert(&lse, s.dtype());
-    let lse = b.reshape(&lse, &d.grouped(1)[..4])?;
+    let lse = b.reshape(&lse, &d.rows(1)[..2])?;
     let p = weights(b, &s, &lse)?;
-    // dV sums over the query heads sharing a key/value head and over the queries.
-    let gv = b.dot_general(&p, &go, (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]))?;
-    let gp = b.dot_general(&go, &v, (&[0, 1], &[0, 1]), (&[4], &[3]))?;
+    // dV sums over the queries of every head sharing a key/value head: one matmul.
+    let gv = b.dot_general(&p, &go, (&[0], &[0]), (&[1], &[1]))?;
+    let gp = b.dot_general(&go, &v, (&[0], &[0]), (&[2], &[2]))?;
     let row = b.mul(&go, &out)?;
-    let row = sum_dims(b, &row, &[4], false)?;
-    let row = b.broadcast_in_dim(&row, gp.shape(), &[0, 1, 2, 3])?;
+    let row = sum_dims(b, &row, &[2], false)?;
+    let row = b.broadcast_in_dim(&row, gp.shape(), &[0, 1])?;
     let gs = b.sub(&gp, &row)?;
     let gs = b.mul(&p, &gs)?;
-    let c = b.full_like(&gs, Literal::Float(scale));
-    let gs = b.mul(&gs, &c)?;
-    let gq = b.dot_general(&gs, &k, (&[0, 1], &[0, 1]), (&[4], &[2]))?;
+    // The scale was folded into the query: dQ takes it from dS, dK from the scaled query.
+    let gq = b.dot_general(&gs, &k, (&[0], &[0]), (&[2], &[1]))?;
+    let c = b.full_like(&gq, Literal::Float(scale));
+    let gq = b.mul(&gq, &c)?;
     let gq = b.reshape(&gq, &[d.batch, d.heads, d.q_len, head])?;
-    let gk = b.dot_general(&gs, &q, (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]))?;
+    let gk = b.dot_general(&gs, &q, (&[0], &[0]), (&[1], &[1]))?;
+    let kv_shape = [d.batch, d.kv_heads, d.kv_len, head];
+    let gk = b.reshape(&gk, &kv_shape)?;
+    let gv = b.reshape(&gv, &kv_shape)?;
     Ok(vec![
         Some(b.convert(&gq, dt)),
         Some(b.convert(&gk, dt)),

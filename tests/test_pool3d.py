@@ -264,3 +264,79 @@ def test_pool_bad_arguments_raise_like_cpu(name, fn, x, same_message):
     cpu_msg, dev_msg = raises_like_cpu(fn, x)
     if same_message:
         assert dev_msg == cpu_msg
+
+
+@pytest.mark.parametrize("size", [(1, 1, 1), (2, 2, 2), (3, 4, 5), (4, 3, 2), (5, 7, 3), (2, 1, 6)], ids=str)
+def test_adaptive_avg_pool3d(size):
+    torch.manual_seed(10)
+    with no_fallback():
+        check(lambda x: F.adaptive_avg_pool3d(x, size), randn(2, 3, 6, 8, 5, grad=True), grad=True)
+        check(lambda x: F.adaptive_avg_pool3d(x, size), randn(3, 7, 4, 10, grad=True), grad=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.float16], ids=str)
+def test_adaptive_avg_pool3d_float_dtypes(dtype):
+    torch.manual_seed(11)
+    with no_fallback():
+        x = randn(2, 2, 5, 6, 7, dtype=dtype, grad=True)
+        check(lambda x: F.adaptive_avg_pool3d(x, (3, 2, 4)), x, grad=True, **tol(dtype))
+
+
+def test_adaptive_avg_pool3d_infinities_stay_in_their_bins():
+    x = torch.randn(2, 2, 5, 6, 7)
+    x[0, 0, 0, 0, 0], x[1, 1, 4, 5, 6] = float("inf"), -float("inf")
+    for size in [(2, 3, 4), (1, 1, 1), (7, 2, 9)]:
+        g = torch.randn(2, 2, *size)
+        g[0, 0, 0, 0, 0], g[1, 1, -1, -1, -1] = float("inf"), -float("inf")
+        cpu = x.clone().requires_grad_()
+        F.adaptive_avg_pool3d(cpu, size).backward(g)
+        dev = x.to("tpu").requires_grad_()
+        with no_fallback():
+            y = F.adaptive_avg_pool3d(dev, size)
+            y.backward(g.to("tpu"))
+        torch.testing.assert_close(y.detach().cpu(), F.adaptive_avg_pool3d(x, size), equal_nan=True)
+        torch.testing.assert_close(dev.grad.cpu(), cpu.grad, equal_nan=True)
+
+
+def test_adaptive_avg_pool3d_op_out_and_empty_batch():
+    x, gy = torch.randn(2, 3, 5, 4, 6), torch.randn(2, 3, 2, 3, 4)
+    with no_fallback():
+        check(lambda x: aten._adaptive_avg_pool3d.out(x, [2, 3, 4], out=torch.empty(0, device=x.device)), x)
+        check(lambda g, x: aten._adaptive_avg_pool3d_backward(g, x), gy, x)
+        check(
+            lambda g, x: aten._adaptive_avg_pool3d_backward.out(g, x, out=torch.empty(0, device=x.device)),
+            gy,
+            x,
+        )
+        check(lambda x: F.adaptive_avg_pool3d(x, 2), torch.randn(0, 3, 4, 4, 4))
+        check(lambda x: F.adaptive_avg_pool3d(x, 2), torch.randn(0, 4, 4, 4))
+        check(lambda x: F.adaptive_avg_pool2d(x, 2), torch.randn(2, 0, 4, 4))
+        check(lambda x: F.adaptive_avg_pool3d(x, (0, 2, 2)), torch.randn(2, 4, 4, 4))
+
+
+ADAPTIVE_BAD_ARGS = [
+    ("rank", lambda x: aten._adaptive_avg_pool3d(x[0, 0, 0], [2, 2, 2])),
+    ("output size length", lambda x: aten._adaptive_avg_pool3d(x, [2, 2])),
+    ("negative output size", lambda x: aten._adaptive_avg_pool3d(x, [2, -1, 2])),
+    ("empty spatial dim", lambda x: F.adaptive_avg_pool3d(x[..., :0], 2)),
+    ("empty channel dim", lambda x: F.adaptive_avg_pool3d(x[:, :0], 2)),
+    ("2-d empty spatial dim", lambda x: F.adaptive_avg_pool2d(x[0, :, :, :0], 2)),
+    ("2-d rank", lambda x: aten._adaptive_avg_pool2d(x[0, 0, 0], [2, 2])),
+]
+
+
+@pytest.mark.parametrize("name,fn", ADAPTIVE_BAD_ARGS, ids=[c[0] for c in ADAPTIVE_BAD_ARGS])
+def test_adaptive_avg_pool_bad_arguments_raise_like_cpu(name, fn):
+    cpu_msg, dev_msg = raises_like_cpu(fn, X3)
+    assert dev_msg == cpu_msg
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_adaptive_avg_pool_integer_input_raises_like_cpu(dim):
+    pool = F.adaptive_avg_pool3d if dim == 3 else F.adaptive_avg_pool2d
+    x = torch.randint(0, 5, (2, 3, 4, 4, 4)[-dim - 1 :])
+    with pytest.raises(NotImplementedError) as cpu:
+        pool(x, 2)
+    with pytest.raises(NotImplementedError) as dev:
+        pool(x.to("tpu"), 2)
+    assert str(dev.value) == str(cpu.value)

@@ -1,17 +1,16 @@
 //! Max pooling with indices and average pooling over 2 or 3 spatial dims, with their
-//! backwards, and 2-d adaptive average pooling. The windowed poolings take the number of
-//! spatial dims `n` and act on the last `n` dims of an `(N, C, …)` or unbatched `(C, …)`
-//! input, with CPU PyTorch's argument checks and messages.
+//! backwards. They take the number of spatial dims `n` and act on the last `n` dims of an
+//! `(N, C, …)` or unbatched `(C, …)` input, with CPU PyTorch's argument checks and messages.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::combine::{add_c, lowest};
-use super::conv::{not_for, sum};
+use super::conv::not_for;
 use super::one;
 use super::unpool::scatter_into_planes;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
-use crate::error::{runtime, Error, Result};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// Names of the (last `n` of three) spatial dims in PyTorch's pooling messages.
@@ -503,113 +502,6 @@ fn avg_pool_backward(ctx: &mut Ctx, n: usize) -> Result<Vec<Out>> {
     one(b.convert(&gi, gt.dtype))
 }
 
-/// PyTorch's adaptive-pool bins from `n_in` to `n_out`: the 0/1 membership matrix
-/// `(n_out, n_in)` and each bin's size `(n_out,)`, both of type `ct`.
-fn adaptive_bins(b: &mut Builder, n_in: i64, n_out: i64, ct: DType) -> Result<(Value, Value)> {
-    let ty = TensorType::new(DType::I64, [n_out, n_in]);
-    let i = b.iota(&ty, 0);
-    let j = b.iota(&ty, 1);
-    let nin = b.full_like(&i, Literal::Int(n_in));
-    let nout = b.full_like(&i, Literal::Int(n_out));
-    let one_ = b.full_like(&i, Literal::Int(1));
-    let lo = b.mul(&i, &nin)?;
-    let start = b.div(&lo, &nout)?;
-    let i1 = b.add(&i, &one_)?;
-    let hi = b.mul(&i1, &nin)?;
-    let hi = b.add(&hi, &nout)?;
-    let hi = b.sub(&hi, &one_)?;
-    let end = b.div(&hi, &nout)?;
-    let ge = b.compare(CompareDir::Ge, &j, &start)?;
-    let lt = b.compare(CompareDir::Lt, &j, &end)?;
-    let mask = b.and(&ge, &lt)?;
-    let m = b.convert(&mask, ct);
-    let cnt = sum(b, &m, &[1]);
-    Ok((m, cnt))
-}
-
-/// Sums of `x` over the bins of dim `d` given by the 0/1 `[out, in]` matrix `m`, the `out`
-/// dim in place of `d`. Masked sums, not a product with `m`, so an infinite element reaches
-/// only its own bins (`0 * inf` is NaN).
-fn bin_sums(b: &mut Builder, x: &Value, m: &Value, d: usize) -> Result<Value> {
-    let mut shape = x.shape().to_vec();
-    shape.insert(d, m.shape()[0]);
-    let x_dims: Vec<i64> = (0..x.rank() as i64)
-        .map(|i| if i < d as i64 { i } else { i + 1 })
-        .collect();
-    let xb = b.broadcast_in_dim(x, &shape, &x_dims)?;
-    let zero = b.full_like(m, Literal::Int(0));
-    let inside = b.compare(CompareDir::Ne, m, &zero)?;
-    let inside = b.broadcast_in_dim(&inside, &shape, &[d as i64, d as i64 + 1])?;
-    let zeros = b.full_like(&xb, Literal::Int(0));
-    let masked = b.select(&inside, &xb, &zeros)?;
-    Ok(sum(b, &masked, &[d as i64 + 1]))
-}
-
-/// The `(oh, ow)` bin sizes of an adaptive pool, as an outer product.
-fn bin_areas(b: &mut Builder, ch: &Value, cw: &Value) -> Result<Value> {
-    let shape = [ch.shape()[0], cw.shape()[0]];
-    let h = b.broadcast_in_dim(ch, &shape, &[0])?;
-    let w = b.broadcast_in_dim(cw, &shape, &[1])?;
-    Ok(b.mul(&h, &w)?)
-}
-
-/// The compute type of an adaptive average pool of `d` (floats only, like CPU PyTorch).
-fn adaptive_opmath(d: DType, kernel: &str) -> Result<DType> {
-    if d.is_float() {
-        Ok(opmath(d))
-    } else {
-        Err(not_for(kernel, d))
-    }
-}
-
-/// `_adaptive_avg_pool2d(self, output_size)` for any sizes (PyTorch's uneven bins too).
-fn adaptive_avg_pool2d(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let size = ctx.int_list(1)?;
-    let x = ctx.tensor(0)?;
-    let r = x.rank();
-    if !(3..=4).contains(&r) || size.len() != 2 || size.iter().any(|&s| s < 0) {
-        return Err(Error::Runtime(format!(
-            "adaptive_avg_pool2d(): Expected 3D or 4D tensor and output_size of 2 non-negative ints, but got input of size {:?} and output_size {size:?}",
-            x.shape()
-        )));
-    }
-    let ct = adaptive_opmath(x.dtype(), "adaptive_avg_pool2d")?;
-    let b = &mut ctx.b;
-    let xc = b.convert(&x, ct);
-    let (h, w) = (x.shape()[r - 2], x.shape()[r - 1]);
-    let (mh, ch) = adaptive_bins(b, h, size[0], ct)?;
-    let (mw, cw) = adaptive_bins(b, w, size[1], ct)?;
-    let y = bin_sums(b, &xc, &mh, r - 2)?;
-    let y = bin_sums(b, &y, &mw, r - 1)?;
-    let area = bin_areas(b, &ch, &cw)?;
-    let area = b.broadcast_to(&area, y.shape())?;
-    let y = b.div(&y, &area)?;
-    one(b.convert(&y, x.dtype()))
-}
-
-/// `_adaptive_avg_pool2d_backward(grad_output, self)`: spreads `grad / bin size` over each bin.
-fn adaptive_avg_pool2d_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let shape = ctx.ty(1)?.shape;
-    let gy = ctx.tensor(0)?;
-    let ct = adaptive_opmath(gy.dtype(), "adaptive_avg_pool2d_backward")?;
-    let b = &mut ctx.b;
-    let r = shape.len();
-    let g = b.convert(&gy, ct);
-    let (oh, ow) = (gy.shape()[r - 2], gy.shape()[r - 1]);
-    let (mh, ch) = adaptive_bins(b, shape[r - 2], oh, ct)?;
-    let (mw, cw) = adaptive_bins(b, shape[r - 1], ow, ct)?;
-    let area = bin_areas(b, &ch, &cw)?;
-    let area = b.broadcast_to(&area, g.shape())?;
-    let g = b.div(&g, &area)?;
-    // Each input element sums the bins it lies in: masked sums over the transposed bins,
-    // so an infinite gradient reaches only its own bin's elements, as on the CPU.
-    let mh = b.transpose(&mh, &[1, 0])?;
-    let mw = b.transpose(&mw, &[1, 0])?;
-    let z = bin_sums(b, &g, &mh, r - 2)?;
-    let z = bin_sums(b, &z, &mw, r - 1)?;
-    one(b.convert(&z, gy.dtype()))
-}
-
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["max_pool2d_with_indices", "max_pool2d_with_indices.out"],
@@ -642,16 +534,5 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["avg_pool3d_backward", "avg_pool3d_backward.grad_input"],
         |ctx| avg_pool_backward(ctx, 3),
-    );
-    reg.ops(
-        &["_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"],
-        adaptive_avg_pool2d,
-    );
-    reg.ops(
-        &[
-            "_adaptive_avg_pool2d_backward",
-            "_adaptive_avg_pool2d_backward.out",
-        ],
-        adaptive_avg_pool2d_backward,
     );
 }

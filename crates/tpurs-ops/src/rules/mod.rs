@@ -38,6 +38,7 @@ mod float_bits;
 mod foreach;
 mod gated;
 mod graph_only;
+mod grid_sample;
 mod group_norm;
 mod grouped_mm;
 mod igamma;
@@ -109,6 +110,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     igamma::register(reg);
     integer::register(reg);
     upsample::register(reg);
+    grid_sample::register(reg);
     pad::register(reg);
     unpool::register(reg);
     graph_only::register(reg);

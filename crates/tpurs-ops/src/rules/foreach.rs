@@ -314,15 +314,14 @@ fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(out)
 }
 
-/// The vector norm of `x` over all elements for order `ord`, computed in f32 or wider.
-fn norm_of(b: &mut Builder, x: &Value, ord: f64) -> Result<Value> {
+/// The vector norm of `x` over `dims` for order `ord`, computed in f32 or wider.
+pub(super) fn norm_of(b: &mut Builder, x: &Value, ord: f64, dims: &[i64]) -> Result<Value> {
     let w = opmath(x.dtype());
     let x = b.convert(x, w);
-    let dims: Vec<i64> = (0..x.rank() as i64).collect();
     let a = b.abs(&x);
     let sum = |b: &mut Builder, v: &Value| {
         let z = b.constant(Literal::Float(0.0), w);
-        b.reduce(v, &z, &dims, |b, p, q| b.add(p, q).expect("same types"))
+        b.reduce(v, &z, dims, |b, p, q| b.add(p, q).expect("same types"))
     };
     Ok(if ord == 2.0 {
         let sq = b.mul(&x, &x)?;
@@ -332,10 +331,10 @@ fn norm_of(b: &mut Builder, x: &Value, ord: f64) -> Result<Value> {
         sum(b, &a)
     } else if ord == f64::INFINITY {
         let z = b.constant(Literal::Float(0.0), w);
-        b.reduce(&a, &z, &dims, max_c)
+        b.reduce(&a, &z, dims, max_c)
     } else if ord == f64::NEG_INFINITY {
         let z = b.constant(Literal::Float(f64::INFINITY), w);
-        b.reduce(&a, &z, &dims, min_c)
+        b.reduce(&a, &z, dims, min_c)
     } else if ord == 0.0 {
         let z = b.full_like(&x, Literal::Float(0.0));
         let nz = b.compare(CompareDir::Ne, &x, &z)?;
@@ -370,7 +369,8 @@ fn norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
         }
         let dtype = want.unwrap_or(x.dtype());
         let x = ctx.b.convert(&x, dtype);
-        let r = norm_of(&mut ctx.b, &x, ord)?;
+        let all: Vec<i64> = (0..x.rank() as i64).collect();
+        let r = norm_of(&mut ctx.b, &x, ord, &all)?;
         out.push(Some(ctx.b.convert(&r, dtype)));
     }
     Ok(out)

@@ -1,6 +1,7 @@
 //! Neural-network ops: layer norm (+backward), activations and their backwards (gelu, silu,
-//! sigmoid/tanh/threshold backward, leaky_relu, hardtanh), dropout, embedding backward and `_safe_softmax` (used by the math attention path). Half types are
-//! computed in f32 and rounded once, like PyTorch's CPU kernels.
+//! sigmoid/tanh/threshold backward, leaky_relu, hardtanh), dropout, embedding backward and
+//! renorm, and `_safe_softmax` (used by the math attention path). Half types are computed in
+//! f32 and rounded once, like PyTorch's CPU kernels.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, ScatterDims, TensorType, Value};
 
@@ -11,6 +12,10 @@ use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 use super::elementwise::erf_of;
+use super::foreach::norm_of;
+use super::index::wrap_negative;
+use super::unpool::scatter_into_planes;
+use crate::checks::CheckKind;
 
 /// Converts `x` to its compute dtype.
 pub(crate) fn widen(b: &mut Builder, x: &Value) -> Value {
@@ -538,6 +543,63 @@ fn embedding_dense_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, gty.dtype))
 }
 
+/// `embedding_renorm_(self, indices, max_norm, norm_type)` (and the functional and `out=`
+/// forms): each row of `self` that `indices` names, once however often it is named, whose
+/// norm exceeds `max_norm` is scaled by `max_norm / (norm + 1e-7)`, as CPU's kernel does.
+fn embedding_renorm(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (ty, it) = (ctx.ty(0)?, ctx.ty(1)?);
+    let why = "(while checking arguments for embedding_renorm_)";
+    if ty.rank() != 2 {
+        return runtime(format!(
+            "Expected 2-dimensional tensor, but got {}-dimensional tensor for argument #1 'self' {why}",
+            ty.rank()
+        ));
+    }
+    if !matches!(it.dtype, DType::I64 | DType::I32) {
+        return runtime(format!(
+            "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got torch.{}Tensor instead {why}",
+            torch_name(it.dtype)
+        ));
+    }
+    if !ty.dtype.is_float() {
+        return Err(Error::NotImplemented(format!(
+            "norm(): input dtype should be either floating point or complex. Got {} instead.",
+            torch_name(ty.dtype)
+        )));
+    }
+    let (max_norm, ord) = (ctx.float(2)?, ctx.float(3)?);
+    let rows = ty.shape[0];
+    let (w, idx) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    let idx = ctx.b.convert(&idx, DType::I64);
+    let idx = ctx.b.reshape(&idx, &[it.numel()])?;
+    let msg = format!(
+        "select(): index {{}} out of range for tensor of size {:?} at dimension 0",
+        ty.shape
+    );
+    ctx.check_range(&idx, -rows, rows, CheckKind::Index, msg)?;
+    let b = &mut ctx.b;
+    let idx = wrap_negative(b, &idx, rows)?;
+    // Which rows are named: a scatter, so a row named twice is still scaled once.
+    let ones = b.full_like(&idx, Literal::Int(1));
+    let named = scatter_into_planes(b, &ones, &idx, 1, rows, None)?;
+    let named = b.reshape(&named, &[rows])?;
+    let zero = b.full_like(&named, Literal::Int(0));
+    let named = b.compare(CompareDir::Ne, &named, &zero)?;
+    let x = widen(b, &w);
+    let norm = norm_of(b, &x, ord, &[1])?;
+    let limit = full(b, &norm, max_norm);
+    let over = b.compare(CompareDir::Gt, &norm, &limit)?;
+    let over = b.and(&over, &named)?;
+    let eps = full(b, &norm, 1e-7);
+    let padded = b.add(&norm, &eps)?;
+    let scale = b.div(&limit, &padded)?;
+    let onef = full(b, &norm, 1.0);
+    let scale = b.select(&over, &scale, &onef)?;
+    let scale = b.broadcast_in_dim(&scale, &ty.shape, &[0])?;
+    let y = b.mul(&x, &scale)?;
+    one(b.convert(&y, ty.dtype))
+}
+
 // ---------------------------------------------------------------- attention helpers
 
 /// `_safe_softmax(self, dim, dtype)`: softmax whose fully `-inf` rows give zeros (the math
@@ -635,6 +697,14 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["embedding_dense_backward", "embedding_dense_backward.out"],
         embedding_dense_backward,
+    );
+    reg.ops(
+        &[
+            "embedding_renorm_",
+            "embedding_renorm",
+            "embedding_renorm.out",
+        ],
+        embedding_renorm,
     );
     reg.ops(&["_safe_softmax"], safe_softmax);
 }

@@ -1,15 +1,16 @@
 //! More activations and their backwards (elu / celu, softplus, log_sigmoid, mish,
-//! hardsigmoid, hardswish, logit, hard / soft shrink) and the binary ops built like them
+//! hardsigmoid, hardswish, logit, hard / soft shrink, rrelu) and the binary ops built like them
 //! (xlogy, logaddexp, logaddexp2, rsub). Each is computed in its opmath type, following
 //! PyTorch's CPU formulas so that gradients match at the branch points.
 
-use tpurs_hlo::{Builder, CompareDir, Value};
+use tpurs_hlo::{Builder, CompareDir, TensorType, Value};
 
 use super::nn::{grad_pair, require_float, scalar_like, widen};
+use super::random::uniform_of;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Arg, Ctx, Out};
-use crate::dtype::opmath;
-use crate::error::Result;
+use crate::dtype::{opmath, torch_name};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// Applies `f` to argument 0 widened to its opmath type, converting back to its dtype.
@@ -405,6 +406,99 @@ fn rsub(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(ctx.b.sub(&v[1], &x)?)
 }
 
+/// `x > 0 ? x : x * slope` (leaky relu), in `x`'s type.
+fn leaky(b: &mut Builder, x: &Value, on: &Value, slope: f64) -> Result<Value> {
+    let zero = full(b, x, 0.0);
+    let pos = b.compare(CompareDir::Gt, x, &zero)?;
+    let s = full(b, on, slope);
+    let neg = b.mul(on, &s)?;
+    Ok(b.select(&pos, on, &neg)?)
+}
+
+/// `rrelu_with_noise(self, noise, lower, upper, training, generator)` and its in-place,
+/// `out=` and functional (`-> (out, noise_out)`) forms. Training: each non-positive element
+/// is scaled by its own draw from `U(lower, upper)` (the device generator), which `noise`
+/// records (1 elsewhere); evaluation: leaky relu with slope `(lower + upper) / 2`, `noise`
+/// untouched. The bounds are baked: the sampling range and checks need them on the host.
+fn rrelu_with_noise(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (ty, nt) = (ctx.ty(0)?, ctx.ty(1)?);
+    if ty.shape != nt.shape {
+        return runtime(format!(
+            "noise tensor shape must match self tensor shape. Got self.shape = {:?} noise.shape = {:?}",
+            ty.shape, nt.shape
+        ));
+    }
+    let (lower, upper) = (ctx.float(2)?, ctx.float(3)?);
+    let training = ctx.bool_or(4, false)?;
+    let functional = ctx.name.starts_with("rrelu_with_noise_functional");
+    if !training {
+        let d = require_float(ctx, 0, "leaky_relu_cpu")?;
+        let x = ctx.tensor(0)?;
+        let x = widen(&mut ctx.b, &x);
+        let y = leaky(&mut ctx.b, &x, &x, (lower + upper) / 2.0)?;
+        let y = Some(ctx.b.convert(&y, d));
+        return Ok(if functional {
+            vec![y, Some(ctx.tensor(1)?)]
+        } else {
+            vec![y]
+        });
+    }
+    let d = require_float(ctx, 0, "rrelu_with_noise_out_cpu")?;
+    if nt.dtype != d {
+        return runtime(format!(
+            "expected scalar type {} but found {}",
+            torch_name(d),
+            torch_name(nt.dtype)
+        ));
+    }
+    if lower > upper {
+        return runtime("Expected from <= to to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)");
+    }
+    // Drawn in `self`'s dtype, so that the output is exactly `self * noise`.
+    let r = uniform_of(ctx, &TensorType::new(d, ty.shape.clone()), lower, upper)?;
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let x = widen(b, &x);
+    let r = b.convert(&r, x.dtype());
+    let zero = full(b, &x, 0.0);
+    let neg = b.compare(CompareDir::Le, &x, &zero)?;
+    let onev = full(b, &x, 1.0);
+    let noise = b.select(&neg, &r, &onev)?;
+    let y = b.mul(&x, &noise)?;
+    let y = b.convert(&y, d);
+    let noise = b.convert(&noise, d);
+    if functional {
+        return Ok(vec![Some(y), Some(noise)]);
+    }
+    let writes = ctx.writes();
+    if let Some(k) = writes.iter().position(|w| w.arg == 1 && !w.is_out) {
+        ctx.write(k, noise);
+    }
+    one(y)
+}
+
+/// `rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training,
+/// self_is_result)`: `grad * noise` after a training draw, leaky relu's backward with slope
+/// `(lower + upper) / 2` otherwise.
+fn rrelu_with_noise_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (lower, upper) = (ctx.float(3)?, ctx.float(4)?);
+    let (training, self_is_result) = (ctx.bool_or(5, false)?, ctx.bool_or(6, false)?);
+    let d = common_dtype(ctx, &[0, 1])?;
+    let w = opmath(d);
+    if training {
+        let vs = operands(ctx, &[0, 2], w)?;
+        let r = ctx.b.mul(&vs[0], &vs[1])?;
+        return one(ctx.b.convert(&r, d));
+    }
+    let slope = (lower + upper) / 2.0;
+    if self_is_result && slope < 0.0 {
+        return runtime("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope");
+    }
+    let vs = operands(ctx, &[0, 1], w)?;
+    let r = leaky(&mut ctx.b, &vs[1], &vs[0], slope)?;
+    one(ctx.b.convert(&r, d))
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["elu", "elu_", "elu.out"], elu);
     reg.ops(&["celu", "celu_", "celu.out"], celu);
@@ -485,4 +579,19 @@ pub(crate) fn register(reg: &mut Registry) {
         rsub,
     )
     .complex();
+    reg.ops(
+        &[
+            "rrelu_with_noise",
+            "rrelu_with_noise_",
+            "rrelu_with_noise.out",
+            "rrelu_with_noise_functional",
+        ],
+        rrelu_with_noise,
+    )
+    .bake_scalars();
+    reg.ops(
+        &["rrelu_with_noise_backward", "rrelu_with_noise_backward.out"],
+        rrelu_with_noise_backward,
+    )
+    .bake_scalars();
 }

@@ -66,7 +66,7 @@ fn unit(ctx: &mut Ctx, shape: &[i64], w: DType, open_zero: bool) -> Result<Value
 
 /// `from + (to - from) * u` with `u` uniform in `[0, 1)`, rounded to `dtype` and kept
 /// below `to` (a value that rounds up to `to` becomes `from`).
-fn uniform_of(ctx: &mut Ctx, ty: &TensorType, from: f64, to: f64) -> Result<Value> {
+pub(super) fn uniform_of(ctx: &mut Ctx, ty: &TensorType, from: f64, to: f64) -> Result<Value> {
     let w = if ty.dtype == DType::F64 {
         DType::F64
     } else {

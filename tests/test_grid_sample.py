@@ -1,6 +1,6 @@
-"""3-d grid sampling (`grid_sampler_3d` and its backward) on the device matches CPU PyTorch:
-values and gradients of input and grid for every interpolation / padding / align_corners
-combination, dtypes, empty shapes and CPU's errors, with no CPU fallback."""
+"""3-d grid sampling (`grid_sampler_3d` and its backward) and the 2-d backward on the device
+match CPU PyTorch: values and gradients of input and grid for every interpolation / padding /
+align_corners combination, dtypes, empty shapes and CPU's errors, with no CPU fallback."""
 
 import itertools
 
@@ -111,3 +111,27 @@ def test_grid_sample3d_integer_input_raises_like_cpu():
     with pytest.raises(NotImplementedError) as dev:
         aten.grid_sampler_3d(x.to("tpu"), g.to("tpu"), 0, 0, False)
     assert str(dev.value) == str(cpu.value)
+
+
+@pytest.mark.parametrize("mode,padding_mode,align_corners", MODES, ids=str)
+def test_grid_sample2d_gradients(mode, padding_mode, align_corners):
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 5, 6, requires_grad=True)
+    g = ((torch.rand(2, 4, 3, 2) * 2 - 1) * 1.5).requires_grad_()
+    gy = torch.randn(2, 3, 4, 3)
+    interp = ["bilinear", "nearest"].index(mode)
+    pad = ["zeros", "border", "reflection"].index(padding_mode)
+
+    def fn(x, g):
+        return F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+
+    with no_fallback():
+        check(fn, x, g, grad=True, atol=1e-4, rtol=1e-4)
+        check(
+            lambda gy, x, g: aten.grid_sampler_2d_backward(gy, x, g, interp, pad, align_corners, [True, True]),
+            gy,
+            x.detach(),
+            g.detach(),
+            atol=1e-4,
+            rtol=1e-4,
+        )

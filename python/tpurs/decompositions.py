@@ -3,8 +3,9 @@ instead of a CPU round trip, for ops without a Rust rule. Only the functional ov
 listed here, each checked against CPU PyTorch by the OpInfo sweep (`tools/opinfo_report.py`)
 and `tests/test_decompositions.py`: a decomposition registered for an op it calls back into
 (several `out=` and in-place ones do) would recurse, so the list is chosen, not derived.
-The backward of `grid_sampler_2d` and `upsample_bicubic2d` has no decomposition and still
-runs on the CPU (or raises with `TPURS_FALLBACK=error`)."""
+The backward of `upsample_bicubic2d` (and of bicubic `grid_sampler_2d`; the bilinear and
+nearest ones have a Rust rule) has no decomposition and still runs on the CPU (or raises with
+`TPURS_FALLBACK=error`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-//! `grid_sampler_3d` and its backward: output point `p` of batch `n` reads the input of
+//! `grid_sampler_3d` and the 2-d and 3-d backwards: output point `p` of batch `n` reads the input of
 //! batch `n` at the point `grid[n, p]` names (`x, y, z` in `[-1, 1]` across the last, second
 //! and third last dims), trilinearly or from the nearest element, with zeros, border or
 //! reflection padding, computed as CPU PyTorch's kernel computes it. Written over any
@@ -24,8 +24,7 @@ struct Mode {
     align: bool,
 }
 
-/// Reads and checks the mode arguments at `i..i + 3`; modes CPU's 3-d kernel does not
-/// define (bicubic) go to the CPU.
+/// Reads the mode arguments at `i..i + 3`; other modes (bicubic) go to the CPU.
 fn mode(ctx: &Ctx, i: usize) -> Result<Mode> {
     let (interp, padding) = (ctx.int(i)?, ctx.int(i + 1)?);
     if !(0..=1).contains(&interp) || !(0..=2).contains(&padding) {
@@ -329,13 +328,14 @@ fn grid_sampler(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(vec![Some(b.convert(&y, xt.dtype))])
 }
 
-/// `grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
-/// align_corners, output_mask) -> (grad_input, grad_grid)`: the gradient spread back to the
-/// corners each sample read, and the slope of the interpolation along each grid component
-/// (zero for nearest sampling). The grid's gradient is always returned, as on CPU.
-fn grid_sampler_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
+/// `grid_sampler_{2,3}d_backward(grad_output, input, grid, interpolation_mode,
+/// padding_mode, align_corners, output_mask) -> (grad_input, grad_grid)` over `k` spatial
+/// dims: the gradient spread back to the corners each sample read, and the slope of the
+/// interpolation along each grid component (zero for nearest sampling). The grid's gradient
+/// is always returned, as on CPU. (The 2-d forward runs through torch's decomposition.)
+fn grid_sampler_backward(ctx: &mut Ctx, k: usize, kernel: &str) -> Result<Vec<Out>> {
     let (xt, gt) = (ctx.ty(1)?, ctx.ty(2)?);
-    check(&xt, &gt, 3, "grid_sampler_3d_backward_cpu")?;
+    check(&xt, &gt, k, kernel)?;
     let m = mode(ctx, 3)?;
     let want_input = ctx.bool_list(6)?.first().copied().unwrap_or(true);
     let ct = opmath(xt.dtype);
@@ -393,7 +393,11 @@ fn grid_sampler_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["grid_sampler_3d", "grid_sampler_3d.out"], grid_sampler);
     reg.ops(
+        &["grid_sampler_2d_backward", "grid_sampler_2d_backward.out"],
+        |ctx| grid_sampler_backward(ctx, 2, "grid_sampler_2d_backward_cpu_kernel_impl"),
+    );
+    reg.ops(
         &["grid_sampler_3d_backward", "grid_sampler_3d_backward.out"],
-        grid_sampler_backward,
+        |ctx| grid_sampler_backward(ctx, 3, "grid_sampler_3d_backward_cpu"),
     );
 }

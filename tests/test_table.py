@@ -2,7 +2,7 @@
 bridge without a word, and its rule would never run."""
 
 import torch
-import torch._prims  # noqa: F401  (defines the prims namespace the table names)
+import torch._inductor.inductor_prims  # noqa: F401  (defines prims.fma, which the table names)
 from tpurs import _core
 
 

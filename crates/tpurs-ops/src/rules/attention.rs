@@ -130,10 +130,9 @@ fn scores(
 
 /// The widened query (B, H, L, E) as scaled rows (B*Hkv, rep*L, E).
 fn query_rows(b: &mut Builder, d: &Dims, q: &Value, scale: f64) -> Result<Value> {
-    let q = widen(b, q);
+    let q = rows(b, d, q)?;
     let c = b.full_like(&q, Literal::Float(scale));
-    let q = b.mul(&q, &c)?;
-    Ok(b.reshape(&q, &d.rows(q.shape()[3]))?)
+    Ok(b.mul(&q, &c)?)
 }
 
 /// A widened (B, H, L, E) tensor as rows (B*Hkv, rep*L, E).

@@ -19,6 +19,8 @@ CONV2D_CASES = [
     ((2, 4, 3, 3), (6, 2, 3, 3), dict(padding=2, dilation=2, groups=2)),
     ((2, 4, 1, 3), (4, 4, 3, 3), dict(padding=1)),
     ((2, 4, 2, 2), (4, 1, 3, 3), dict(padding=1, groups=4)),
+    # Every output position reads padding only: zeros (plus the bias), zero gradients.
+    ((2, 4, 1, 1), (3, 4, 1, 1), dict(stride=3, padding=2)),
 ]
 
 

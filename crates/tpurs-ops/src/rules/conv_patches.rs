@@ -164,10 +164,7 @@ fn patches(
     }
     if slices.is_empty() {
         // Every tap reads padding: one zero tap keeps the dot well-formed.
-        let mut shape = one_tap.clone();
-        shape[2] = 1;
-        let z = b.constant(Literal::Int(0), x.dtype());
-        slices.push(b.broadcast_in_dim(&z, &shape, &[])?);
+        slices.push(b.broadcast_in_dim(&zero, &one_tap, &[])?);
         live.push(0);
     }
     let refs: Vec<&Value> = slices.iter().collect();

@@ -72,3 +72,87 @@ def test_a_cpu_only_profile_records_no_device_spans(tmp_path):
     events = _trace(p, tmp_path)
     assert not [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy")]
     assert any(e["name"] == "aten::mm" for e in events)
+
+
+def _device_names(p) -> set[str]:
+    return {e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1}
+
+
+def _compile_and_run(rows: int) -> None:
+    # A shape no other test uses compiles a program of its own (a "compile" span).
+    x = torch.randn(rows, 3).to("tpu")
+    (x * 2.5 + 1).sum().item()
+
+
+@pytest.mark.parametrize(
+    ("levels", "device", "host"),
+    [({}, True, True), ({"host_tracer_level": 0}, True, False), ({"device_tracer_level": 0}, False, True)],
+)
+def test_tpu_profiler_config_levels_choose_what_is_recorded(levels, device, host):
+    from torch.tpu.profiler import TpuProfilerConfig  # TorchTPU's import path
+
+    rows = 101 + 2 * len(levels) + ("host_tracer_level" in levels)
+    with profile(activities=DEVICE_ACTIVITIES, experimental_config=TpuProfilerConfig(**levels)) as p:
+        _compile_and_run(rows)
+    names = {e.name for e in p.events()}
+    assert ("fused 3 ops" in names and "copy host to device" in names) == device
+    assert bool(names & {"compile", "load compiled program"}) == host
+    assert bool(_device_names(p)) == device
+
+
+def test_run_dir_gets_a_chrome_trace_of_the_device_spans(tmp_path):
+    run_dir = tmp_path / "run"
+    config = torch.tpu.profiler.TpuProfilerConfig(run_dir=run_dir)
+    with profile(activities=DEVICE_ACTIVITIES, experimental_config=config) as p:
+        _compile_and_run(97)
+    (path,) = run_dir.glob("tpurs.*.trace.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    kernel = next(e for e in events if e["cat"] == "kernel")
+    assert kernel["name"] == "fused 3 ops" and kernel["args"]["detail"] == "mul.Tensor, add.Tensor, sum"
+    assert kernel["dur"] > 0
+    upload = next(e for e in events if e["name"] == "copy host to device")
+    assert upload["args"]["bytes"] == 97 * 3 * 4
+    # The same spans as in torch's own trace (which shifts the clock), with the same lengths.
+    ours = {(e["name"], round(e["dur"])) for e in events}
+    torch_trace = {(e["name"], round(e["dur"])) for e in _trace(p, tmp_path) if e.get("cat") == "kernel"}
+    assert torch_trace and torch_trace <= ours
+
+
+def test_run_dir_defaults_to_torch_tpu_profiler_output_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_PROFILER_OUTPUT_DIR", str(tmp_path))
+    config = torch.tpu.profiler.TpuProfilerConfig()
+    assert config.run_dir == tmp_path
+    with profile(activities=DEVICE_ACTIVITIES, experimental_config=config):
+        _compile_and_run(7)
+    assert len(list(tmp_path.glob("tpurs.*.trace.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"python_tracer_level": 1}, "with_stack=True"),
+        ({"device_tracer_level": 2}, "device_tracer_level must be an int from 0 to 1"),
+        ({"host_tracer_level": -1}, "host_tracer_level must be an int from 0 to 3"),
+        ({"experimental_options": {"run_dir": "x"}}, "cannot clash with stable option"),
+        ({"experimental_options": {"a:b": 1}}, "cannot contain"),
+        ({"experimental_options": {"enable_hlo_proto": True}}, "unknown experimental option"),
+        ({"run_dir": "a,b"}, "cannot contain ','"),
+    ],
+)
+def test_tpu_profiler_config_refuses_what_it_cannot_honour(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        torch.tpu.profiler.TpuProfilerConfig(**kwargs)
+
+
+def test_unchecked_experimental_options_are_accepted():
+    config = torch.tpu.profiler.TpuProfilerConfig(
+        experimental_options={"enable_hlo_proto": True}, check_experimental_options=False
+    )
+    assert isinstance(config, torch.profiler._ExperimentalConfig)
+
+
+def test_torch_tpu_submodules_import_by_name():
+    from torch.tpu.memory import memory_allocated
+    from torch.tpu.ops import ragged_dot
+
+    assert memory_allocated is torch.tpu.memory_allocated and callable(ragged_dot)

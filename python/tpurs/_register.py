@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import types
 import warnings
 
@@ -65,6 +66,9 @@ def load() -> None:
     if bridge.tpurs_bridge_init(api, runtime) != 0:
         raise RuntimeError("tpurs: the C++ bridge refused the runtime's API table (version mismatch)")
     torch._register_device_module("tpu", device)
+    # `from torch.tpu.profiler import ...` as with TorchTPU: torch.tpu is a module, not a package.
+    for name in ("memory", "ops", "profiler"):
+        sys.modules[f"torch.tpu.{name}"] = getattr(device, name)
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from . import _core, memory, ops  # noqa: F401 (torch.tpu.memory, torch.tpu.ops)
+from . import _core, memory, ops, profiler  # noqa: F401 (torch.tpu.memory, .ops, .profiler)
 from .benchmark import Timing, benchmark  # noqa: F401 (torch.tpu names)
 from .bucketing import bucket_for, bucketed  # noqa: F401 (torch.tpu names)
 from .memory import (  # noqa: F401 (torch.tpu names)
@@ -60,6 +60,7 @@ __all__ = [
     "memory_summary",
     "metrics",
     "platform",
+    "profiler",
     "reset_accumulated_memory_stats",
     "reset_metrics",
     "reset_peak_memory_stats",

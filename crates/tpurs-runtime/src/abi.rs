@@ -513,12 +513,12 @@ extern "C" fn memory_info(rt: *const c_void, device: i32, free: *mut u64, total:
     })
 }
 
-extern "C" fn profile_record(rt: *const c_void, on: i32) -> i32 {
+extern "C" fn profile_record(rt: *const c_void, what: i32) -> i32 {
     guarded(|| {
         // SAFETY: the bridge passes its runtime.
         let rt = unsafe { runtime(rt)? };
-        if on != 0 {
-            rt.profile_start();
+        if what != 0 {
+            rt.profile_start(what & record::DEVICE != 0, what & record::HOST != 0);
         } else {
             rt.profile_stop();
         }

@@ -76,7 +76,7 @@ fn compile_once(rt: &Runtime, mlir: &str) -> Result<LoadedExecutable> {
             bump(&rt.metrics.compiles, 1);
             Ok(exe)
         });
-    if rt.profile.on() {
+    if rt.profile.on(SpanKind::Compile) {
         let name = if compiled {
             "compile"
         } else {

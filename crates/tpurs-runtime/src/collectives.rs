@@ -12,6 +12,7 @@ use tpurs_pjrt::{CompileOptions, LoadedExecutable};
 use crate::defer::ready;
 use crate::error::{invalid, ErrorKind, Result};
 use crate::metrics::bump;
+use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::storage::{Flat, Storage};
 use crate::transfer::zeros;
@@ -95,7 +96,7 @@ pub fn run(
     }
     let exe = executable(rt, &module(op, dtype, numel, n), &devices)?;
     let args: Vec<Vec<&tpurs_pjrt::Buffer>> = flats.iter().map(|f| vec![&*f.buffer]).collect();
-    let start = rt.profile.on().then(crate::profile::now_ns);
+    let start = rt.profile.on(SpanKind::Program).then(now_ns);
     let results = exe.execute_replicated(&args, &devices)?;
     bump(&rt.metrics.op_launches, 1);
     if let Some(start) = start {

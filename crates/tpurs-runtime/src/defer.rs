@@ -24,7 +24,7 @@ use tpurs_pjrt::Buffer;
 use crate::cache::{get_or_compile_fused, Plan};
 use crate::error::{Error, Result};
 use crate::metrics::bump;
-use crate::profile::now_ns;
+use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::dtype_of_element;
@@ -250,7 +250,7 @@ impl Batch {
             get_or_compile_fused(rt, &key, || build(&batch, &live, &aliases)).and_then(|f| {
                 let args: Vec<&Buffer> = batch.externals.iter().map(|b| b.as_ref()).collect();
                 let kept = batch.kept_buffers(rt, device, &aliases);
-                let start = rt.profile.on().then(now_ns);
+                let start = rt.profile.on(SpanKind::Program).then(now_ns);
                 let outs = f.exe.execute_donating(&args, device, &kept)?;
                 bump(
                     &rt.metrics.donated_buffers,

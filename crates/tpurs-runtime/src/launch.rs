@@ -20,7 +20,7 @@ use crate::cache::{get_or_lower, Plan};
 use crate::defer::{Batch, Binding};
 use crate::error::{invalid, ErrorKind, Result};
 use crate::metrics::bump;
-use crate::profile::now_ns;
+use crate::profile::{now_ns, SpanKind};
 use crate::runtime::{EagerMode, Runtime};
 use crate::storage::{Contents, Flat, Storage};
 use crate::transfer::{element_type, zeros};
@@ -473,7 +473,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
     let params = gather_params(rt, s, call, &plan, dev)?;
     let refs: Vec<&Buffer> = params.iter().map(|b| b.as_ref()).collect();
     let exe = plan.executable(rt)?;
-    let start = rt.profile.on().then(now_ns);
+    let start = rt.profile.on(SpanKind::Program).then(now_ns);
     let outs = exe.execute(&refs, dev)?;
     drop(refs);
     drop(params);

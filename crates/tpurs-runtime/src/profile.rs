@@ -42,10 +42,12 @@ pub struct Span {
     pub end_ns: i64,
 }
 
-/// The spans of the current recording, if one is on.
+/// The spans of the current recording, if one is on. Device activities (programs, copies)
+/// and host activities (compiles) are switched on separately, as profiler configs ask.
 #[derive(Default)]
 pub(crate) struct Recorder {
-    on: AtomicBool,
+    device: AtomicBool,
+    host: AtomicBool,
     spans: Mutex<Vec<Span>>,
 }
 
@@ -57,20 +59,27 @@ pub(crate) fn now_ns() -> i64 {
 }
 
 impl Recorder {
-    /// True while recording (one relaxed load: the hot path asks on every launch).
-    pub fn on(&self) -> bool {
-        self.on.load(Ordering::Relaxed)
+    /// True while spans of `kind` are recorded (one relaxed load: the hot path asks on
+    /// every launch).
+    pub fn on(&self, kind: SpanKind) -> bool {
+        match kind {
+            SpanKind::Program | SpanKind::Copy => &self.device,
+            SpanKind::Compile => &self.host,
+        }
+        .load(Ordering::Relaxed)
     }
 
-    /// Starts a recording (dropping spans nobody took).
-    pub fn start(&self) {
+    /// Starts a recording of device and/or host activities (dropping spans nobody took).
+    pub fn start(&self, device: bool, host: bool) {
         self.lock().clear();
-        self.on.store(true, Ordering::Relaxed);
+        self.device.store(device, Ordering::Relaxed);
+        self.host.store(host, Ordering::Relaxed);
     }
 
     /// Stops recording; the spans stay until taken.
     pub fn stop(&self) {
-        self.on.store(false, Ordering::Relaxed);
+        self.device.store(false, Ordering::Relaxed);
+        self.host.store(false, Ordering::Relaxed);
     }
 
     /// The recorded spans, removed from the recorder.

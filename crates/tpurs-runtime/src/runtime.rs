@@ -230,10 +230,10 @@ impl Runtime {
         self.metrics.record_fallback(op)
     }
 
-    /// Starts recording spans (launches, compiles, copies); each launch is awaited while
-    /// recording so that its span covers the execution.
-    pub fn profile_start(&self) {
-        self.profile.start();
+    /// Starts recording spans: device activities (launches, copies; each launch is awaited
+    /// so that its span covers the execution) and/or host activities (compiles).
+    pub fn profile_start(&self, device: bool, host: bool) {
+        self.profile.start(device, host);
     }
 
     /// Stops recording spans.

@@ -238,7 +238,7 @@ fn record_copy(rt: &Runtime, name: &str, device: usize, bytes: usize, start: i64
 pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Result<()> {
     let dst = View::new(dst)?;
     check_upload_size(&dst, bytes.len())?;
-    let start = rt.profile.on().then(now_ns);
+    let start = rt.profile.on(SpanKind::Copy).then(now_ns);
     let buffer =
         rt.client
             .buffer_from_host(bytes, element_type(dst.dtype), &[dst.numel()], dst.device())?;
@@ -253,7 +253,7 @@ pub(crate) fn copy_from_host_async(rt: &Runtime, dst: &TensorRef, bytes: HostByt
     let dst = View::new(dst)?;
     check_upload_size(&dst, bytes.len())?;
     let len = bytes.len();
-    let start = rt.profile.on().then(now_ns);
+    let start = rt.profile.on(SpanKind::Copy).then(now_ns);
     let (buffer, pending) = rt.client.buffer_from_host_async(
         bytes,
         element_type(dst.dtype),
@@ -320,7 +320,7 @@ pub(crate) fn copy_to_host(rt: &Runtime, src: &TensorRef, out: &mut [u8]) -> Res
     // A read ends the batch, so batches line up with the program's own sync points.
     rt.batch(src.device()).flush(rt, src.device())?;
     rt.raise_checks()?;
-    let start = rt.profile.on().then(now_ns);
+    let start = rt.profile.on(SpanKind::Copy).then(now_ns);
     let flat = read_flat(rt, &src)?;
     flat.buffer.to_host(out)?;
     bump(&rt.metrics.d2h_bytes, out.len() as u64);
@@ -343,7 +343,7 @@ pub(crate) fn copy_between(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Re
         );
     }
     let flat = read_flat(rt, &s)?;
-    let start = rt.profile.on().then(now_ns);
+    let start = rt.profile.on(SpanKind::Copy).then(now_ns);
     let moved = flat.buffer.copy_to_device(d.device())?;
     bump(&rt.metrics.d2d_bytes, d.nbytes() as u64);
     if let Some(start) = start {

@@ -100,6 +100,8 @@ typedef struct TpursSpan {
 } TpursSpan;
 
 enum TpursMemoryReset { TPURS_RESET_PEAK = 1, TPURS_RESET_ACCUMULATED = 2 };
+// What profile_record records (bits; 0 stops): program runs and copies, compiles.
+enum TpursProfileRecord { TPURS_RECORD_DEVICE = 1, TPURS_RECORD_HOST = 2 };
 
 typedef struct TpursCoreApi {
   uint32_t version;
@@ -126,6 +128,6 @@ typedef struct TpursCoreApi {
   int32_t (*memory_stats)(const TpursRuntime* rt, int32_t device, TpursMemoryStats* out);
   int32_t (*memory_reset)(const TpursRuntime* rt, int32_t device, int32_t what);
   int32_t (*memory_info)(const TpursRuntime* rt, int32_t device, uint64_t* free, uint64_t* total);
-  int32_t (*profile_record)(const TpursRuntime* rt, int32_t on);
+  int32_t (*profile_record)(const TpursRuntime* rt, int32_t what);
   int32_t (*profile_drain)(const TpursRuntime* rt, void (*callback)(void* user, const TpursSpan* span), void* user);
 } TpursCoreApi;

@@ -166,6 +166,14 @@ pub struct TpursSpan {
 /// Receives one span of `profile_drain`.
 pub type SpanCallback = extern "C" fn(user: *mut c_void, span: *const TpursSpan);
 
+/// What `profile_record` records (bits; 0 stops recording).
+pub mod record {
+    /// Device activities: program runs and copies.
+    pub const DEVICE: i32 = 1;
+    /// Host activities: compiles.
+    pub const HOST: i32 = 2;
+}
+
 /// `memory_reset` targets.
 pub mod reset {
     /// Peaks to the current values.
@@ -263,8 +271,9 @@ pub struct TpursCoreApi {
     /// Free and total bytes of a device; returns 0 or a kind.
     pub memory_info:
         extern "C" fn(rt: *const c_void, device: i32, free: *mut u64, total: *mut u64) -> i32,
-    /// Starts (1) or stops (0) recording profile spans; returns 0 or a kind.
-    pub profile_record: extern "C" fn(rt: *const c_void, on: i32) -> i32,
+    /// Starts recording the profile spans `what` names ([`record`] bits), or stops (0);
+    /// returns 0 or a kind.
+    pub profile_record: extern "C" fn(rt: *const c_void, what: i32) -> i32,
     /// Hands every recorded span to `callback` (and forgets them); returns 0 or a kind.
     pub profile_drain:
         extern "C" fn(rt: *const c_void, callback: SpanCallback, user: *mut c_void) -> i32,

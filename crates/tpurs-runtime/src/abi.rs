@@ -444,6 +444,14 @@ extern "C" fn device_count(rt: *const c_void) -> i32 {
     unsafe { runtime(rt) }.map_or(0, |rt| rt.device_count() as i32)
 }
 
+extern "C" fn synchronize(rt: *const c_void, device: i32) -> i32 {
+    guarded(|| {
+        // SAFETY: the bridge passes its runtime.
+        let rt = unsafe { runtime(rt)? };
+        rt.synchronize(rt.check_device(device as i64)?)
+    })
+}
+
 extern "C" fn rng_get(rt: *const c_void, device: i32, seed: *mut u64, offset: *mut u64) -> i32 {
     guarded(|| {
         // SAFETY: the bridge passes its runtime.
@@ -570,4 +578,5 @@ pub static CORE_API: TpursCoreApi = TpursCoreApi {
     memory_info,
     profile_record,
     profile_drain,
+    synchronize,
 };

@@ -7,9 +7,11 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -73,18 +75,62 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(device_count());
   }
-  // Work on one device runs in launch order (PJRT tracks buffer dependencies), so events
-  // carry no information beyond "recorded".
-  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device_index*/,
-              const c10::EventFlag /*flag*/) const override {}
+  // Work on one device runs in launch order (PJRT tracks buffer dependencies) on its one
+  // stream, so blocking a stream on an event is already true. A timing event waits for the
+  // device when recorded and stamps the time, so elapsed_time spans the work between.
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag flag) const override {
+    if (*event == nullptr) *event = new TpuEvent{flag == c10::EventFlag::BACKEND_DEFAULT};
+    auto* e = static_cast<TpuEvent*>(*event);
+    e->device = device_index >= 0 ? device_index : stream.device_index();
+    if (e->timing) {
+      synchronize(e->device);
+      e->ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    }
+    e->recorded = true;
+  }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
-  bool queryEvent(void* /*event*/) const override { return true; }
-  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device_index*/) const noexcept override {}
-  bool queryStream(const c10::Stream& /*stream*/) const override { return true; }
-  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* event) const override {
+    synchronizeEvent(event);  // done once waited for: never "done" while work is pending
+    return true;
+  }
+  void synchronizeEvent(void* event) const override {
+    auto* e = static_cast<TpuEvent*>(event);
+    if (e != nullptr && e->recorded) synchronize(e->device);
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
+    // torch checked that both were recorded with timing on.
+    auto *a = static_cast<TpuEvent*>(start), *b = static_cast<TpuEvent*>(end);
+    return static_cast<double>(b->ns - a->ns) / 1e6;  // milliseconds, as CUDA's
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
+    delete static_cast<TpuEvent*>(event);
+  }
+  bool queryStream(const c10::Stream& stream) const override {
+    synchronizeStream(stream);
+    return true;
+  }
+  void synchronizeStream(const c10::Stream& stream) const override { synchronize(stream.device_index()); }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override { synchronize(device_index); }
+
+ private:
+  struct TpuEvent {
+    bool timing;
+    bool recorded = false;
+    c10::DeviceIndex device = 0;
+    int64_t ns = 0;  // steady clock, when recorded (timing events)
+  };
+  static void synchronize(c10::DeviceIndex d) {
+    if (g_api) check(g_api->synchronize(g_rt, d < 0 ? current_device : d));
+  }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+// The one stream frees nothing early, so there is no use to record (CUDA's allocator needs it).
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", [](at::Tensor& /*self*/, c10::Stream /*stream*/) {});
+}
 
 // Called for every allocation (event 1) and free (event 0) while torch.tpu.memory records
 // its history (memory.py sets it through ctypes; NULL otherwise).

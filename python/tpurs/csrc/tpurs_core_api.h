@@ -3,7 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#define TPURS_API_VERSION 4
+#define TPURS_API_VERSION 5
 
 // A Rust runtime (opaque); calls that need one take the runtime the bridge was started with.
 typedef struct TpursRuntime TpursRuntime;
@@ -130,4 +130,6 @@ typedef struct TpursCoreApi {
   int32_t (*memory_info)(const TpursRuntime* rt, int32_t device, uint64_t* free, uint64_t* total);
   int32_t (*profile_record)(const TpursRuntime* rt, int32_t what);
   int32_t (*profile_drain)(const TpursRuntime* rt, void (*callback)(void* user, const TpursSpan* span), void* user);
+  // Waits for all work launched on the device; raises its pending checks.
+  int32_t (*synchronize)(const TpursRuntime* rt, int32_t device);
 } TpursCoreApi;

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_void};
 
 /// Version of this ABI; the bridge refuses a table of another version.
-pub const API_VERSION: u32 = 4;
+pub const API_VERSION: u32 = 5;
 
 /// Argument kinds of [`TpursArg`].
 pub mod kind {
@@ -277,4 +277,7 @@ pub struct TpursCoreApi {
     /// Hands every recorded span to `callback` (and forgets them); returns 0 or a kind.
     pub profile_drain:
         extern "C" fn(rt: *const c_void, callback: SpanCallback, user: *mut c_void) -> i32,
+    /// Waits for all work launched on a device (and raises its pending checks); returns 0
+    /// or a kind.
+    pub synchronize: extern "C" fn(rt: *const c_void, device: i32) -> i32,
 }

@@ -4,6 +4,7 @@ key_averages() with device time and in the Chrome trace."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
@@ -156,3 +157,31 @@ def test_torch_tpu_submodules_import_by_name():
     from torch.tpu.ops import ragged_dot
 
     assert memory_allocated is torch.tpu.memory_allocated and callable(ragged_dot)
+
+
+def test_a_mingpt_training_step_shows_its_programs_and_compiles(tmp_path, monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "mingpt" / "model.py"
+    spec = importlib.util.spec_from_file_location("example_mingpt_model", path)
+    mingpt = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mingpt)  # its dataclass looks itself up there
+    spec.loader.exec_module(mingpt)
+    torch.manual_seed(0)
+    # A width no other test uses, so the step compiles programs of its own.
+    cfg = mingpt.GPTConfig(vocab_size=40, block_size=16, n_layer=1, n_head=2, n_embd=38, dropout=0.0)
+    model = mingpt.GPT(cfg).to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, cfg.vocab_size, (2, cfg.block_size), device="tpu")
+    with profile(activities=DEVICE_ACTIVITIES) as p:
+        _, loss = model(idx, idx)
+        loss.backward()
+        opt.step()
+        loss.item()
+    events = _trace(p, tmp_path)
+    programs = [e for e in events if e.get("cat") == "kernel"]
+    compiles = [e for e in events if e.get("cat") == "privateuse1_runtime"]  # or loads from the disk cache
+    fused_ops = ",".join(e["args"].get("ops", "") for e in programs)
+    assert programs and compiles
+    assert "embedding" in fused_ops and "native_layer_norm" in fused_ops and "mm" in fused_ops

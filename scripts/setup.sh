@@ -13,7 +13,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" numpy pytest "maturin>=1.5,<2" \
   "fastatomstruct-xla-cpu==2026.6.23" "ruff==0.17.6" "safetensors>=0.4" "transformers==5.25.0" "hypothesis==6.170.27" "expecttest==0.3.0" \
-  "torchvision==0.29.2" "diffusers==0.42.1"
+  "torchvision==0.29.2" "diffusers==0.42.1" "jax==0.10.2"
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo (Rust) is required to build tpurs" >&2
   exit 1

@@ -67,7 +67,7 @@ def load() -> None:
         raise RuntimeError("tpurs: the C++ bridge refused the runtime's API table (version mismatch)")
     torch._register_device_module("tpu", device)
     # `from torch.tpu.profiler import ...` as with TorchTPU: torch.tpu is a module, not a package.
-    for name in ("memory", "ops", "profiler"):
+    for name in ("memory", "ops", "pallas", "profiler"):
         sys.modules[f"torch.tpu.{name}"] = getattr(device, name)
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True

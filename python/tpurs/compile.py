@@ -26,24 +26,10 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from . import _core
+from ._dtypes import DTYPE_CODES as _DTYPE_CODES
 
 __all__ = ["tpu_backend", "graphs_on_tpu"]
 
-_DTYPE_CODES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int16: 2,
-    torch.int32: 3,
-    torch.int64: 4,
-    torch.float16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.bool: 11,
-    torch.bfloat16: 15,
-    torch.uint16: 27,
-    torch.uint32: 28,
-    torch.uint64: 29,
-}
 _MEMORY_FORMATS = {
     torch.contiguous_format: 0,
     torch.preserve_format: 1,
@@ -78,13 +64,14 @@ class _Call:
     and the arguments it writes when the entry is an `out=` or in-place variant."""
 
     def __init__(self, target: Any):
-        if not isinstance(target, torch._ops.OpOverload) or target.namespace not in ("aten", "prims"):
+        # tpurs' own ops in a graph: external StableHLO functions (torch.tpu.ops.stablehlo).
+        if not isinstance(target, torch._ops.OpOverload) or target.namespace not in ("aten", "prims", "tpurs"):
             raise Unsupported(f"{target} is not an ATen op")
         schema = target._schema
         name = schema.name.split("::", 1)[1]
         full = _table_name(name, target._overloadname)
-        if target.namespace == "prims":
-            full = f"prims::{full}"
+        if target.namespace != "aten":
+            full = f"{target.namespace}::{full}"
         if schema.is_mutable:
             raise Unsupported(f"aten.{full} mutates its arguments")
         self.writes: list[tuple[int, int, bool]] = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from . import _core, memory, ops, profiler  # noqa: F401 (torch.tpu.memory, .ops, .profiler)
+from . import _core, memory, ops, pallas, profiler  # noqa: F401 (torch.tpu.memory, .ops, .pallas, .profiler)
 from .benchmark import Timing, benchmark  # noqa: F401 (torch.tpu names)
 from .bucketing import bucket_for, bucketed  # noqa: F401 (torch.tpu names)
 from .memory import (  # noqa: F401 (torch.tpu names)
@@ -59,6 +59,7 @@ __all__ = [
     "memory_stats",
     "memory_summary",
     "metrics",
+    "pallas",
     "platform",
     "profiler",
     "reset_accumulated_memory_stats",

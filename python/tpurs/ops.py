@@ -8,13 +8,17 @@
   no new program when they change), autograd and `torch.compile` work as for any ATen op.
 - `ragged_dot_weight_grad(lhs, grad, group_sizes)`: the `rhs` gradient of `ragged_dot`,
   `[g, k, n]` with `out[g] = lhs[rows of g].T @ grad[rows of g]` (a ragged contraction,
-  `torch._grouped_mm` of `lhs.T` and `grad`)."""
+  `torch._grouped_mm` of `lhs.T` and `grad`).
+- `stablehlo(text)`: a StableHLO module written outside tpurs (entry point `@main`) as a
+  callable over tpu tensors that fuses with the ops around it (`tpurs.stablehlo`)."""
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["ragged_dot", "ragged_dot_weight_grad"]
+from .stablehlo import stablehlo  # noqa: F401 (torch.tpu.ops.stablehlo)
+
+__all__ = ["ragged_dot", "ragged_dot_weight_grad", "stablehlo"]
 
 
 def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:

@@ -65,6 +65,8 @@ pub struct Builder {
     aliases: Vec<(usize, usize)>,
     depth: usize,
     precision: Precision,
+    /// Functions `call` added beside `@main`: `(name, definition)`.
+    functions: Vec<(String, String)>,
 }
 
 impl Builder {
@@ -231,6 +233,22 @@ impl Builder {
         self.emit1("stablehlo.constant", &[], &attrs, ty.clone())
     }
 
+    /// Calls the function `callee`, defined by `definition` (whole `func.func` text, a private
+    /// function), added to the module once however often it is called.
+    pub fn call(
+        &mut self,
+        callee: &str,
+        definition: &str,
+        operands: &[&Value],
+        result_tys: &[TensorType],
+    ) -> Vec<Value> {
+        if !self.functions.iter().any(|(name, _)| name == callee) {
+            self.functions.push((callee.into(), definition.into()));
+        }
+        let attrs = format!("callee = @{callee}");
+        self.emit("func.call", operands, &attrs, &[], result_tys)
+    }
+
     /// Prints the module; `outputs` are the values `@main` returns, in order.
     pub fn finish(mut self, outputs: &[Value]) -> String {
         let refs: Vec<&Value> = outputs.iter().collect();
@@ -252,7 +270,12 @@ impl Builder {
         join(&mut text, outs.iter().map(String::as_str));
         text.push_str(") {\n");
         text.push_str(&self.body);
-        text.push_str("  }\n}\n");
+        text.push_str("  }\n");
+        for (_, definition) in &self.functions {
+            text.push_str(definition);
+            text.push('\n');
+        }
+        text.push_str("}\n");
         text
     }
 }

@@ -12,6 +12,7 @@ mod ctx;
 pub mod dtype;
 mod eager;
 mod error;
+pub mod external;
 pub mod graph;
 mod rules;
 mod table;

@@ -13,7 +13,7 @@ use tpurs_ops::dtype::from_scalar_type;
 use tpurs_ops::graph::{Graph, Node, NodeArg, NodeRef};
 use tpurs_ops::{Arg, ScalarMeta, TensorArg, WriteTarget};
 
-fn dtype(code: i32) -> PyResult<DType> {
+pub(crate) fn dtype(code: i32) -> PyResult<DType> {
     from_scalar_type(code)
         .ok_or_else(|| PyValueError::new_err(format!("tpurs: unsupported dtype code {code}")))
 }

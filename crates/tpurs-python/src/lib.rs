@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::OnceLock;
 
+use tpurs_hlo::TensorType;
+use tpurs_ops::external::{register_external, External};
 use tpurs_runtime::{Error, ErrorKind, Runtime};
 
 mod graph;
@@ -224,6 +226,30 @@ fn register_graph(
     rt()?.register_graph(graph).map_err(to_py)
 }
 
+/// Registers a StableHLO function for `torch.ops.tpurs.stablehlo`: `callee` names it in
+/// `text` (private `func.func` definitions), `params` and `results` are its signature as
+/// (dtype code, sizes); returns its id.
+#[pyfunction]
+fn register_stablehlo(
+    callee: String,
+    text: String,
+    params: Vec<(i32, Vec<i64>)>,
+    results: Vec<(i32, Vec<i64>)>,
+) -> PyResult<i64> {
+    let types = |list: Vec<(i32, Vec<i64>)>| -> PyResult<Vec<TensorType>> {
+        list.into_iter()
+            .map(|(code, sizes)| Ok(TensorType::new(graph::dtype(code)?, sizes)))
+            .collect()
+    };
+    let external = External {
+        callee,
+        text,
+        params: types(params)?,
+        results: types(results)?,
+    };
+    Ok(register_external(external))
+}
+
 /// Runs one collective over the devices of this process. `inputs[r]` and `outputs[r]` are
 /// rank r's storages (`untyped_storage().data_ptr()` of a tpu tensor: the runtime's storage
 /// pointer), each holding `numel` elements of `dtype` from offset 0; the caller keeps the
@@ -308,6 +334,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(compile_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(register_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(register_stablehlo, m)?)?;
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(set_eager_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_mode, m)?)?;

@@ -595,6 +595,8 @@ void register_table_ops() {
 TORCH_LIBRARY(tpurs, m) {
   // Runs a graph registered with `tpurs._core.register_graph` as one program.
   m.def("graph(int id, Tensor[] inputs) -> Tensor[]");
+  // Calls a function registered with `tpurs._core.register_stablehlo` (torch.tpu.ops.stablehlo).
+  m.def("stablehlo(int id, Tensor[] inputs) -> Tensor[]");
   // `self.copy_(src)` between any dtypes and views; torch reaches it through `_copy_from`.
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
 }

@@ -115,6 +115,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     unpool::register(reg);
     graph_only::register(reg);
     crate::graph::register(reg);
+    crate::external::register(reg);
 }
 
 /// PyTorch's broadcast of two shapes, with its error message.

@@ -127,3 +127,51 @@ def test_learned_bias_mask_gets_its_gradient():
             atol=1e-5,
             rtol=1e-5,
         )
+
+
+def _local_mask(length: int, window: int) -> torch.Tensor:
+    rows, cols = torch.arange(length).unsqueeze(1), torch.arange(length)
+    return (cols <= rows) & (cols >= rows - window)
+
+
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "kwargs"),
+    [
+        (4, 4, {}),
+        (4, 4, {"is_causal": False, "scale": 0.3}),
+        (8, 2, {"block_q": 128, "q_layout": "HEAD_DIM_MINOR"}),
+        (4, 1, {"local_window_size": 3}),
+    ],
+)
+def test_splash_sdpa_is_fused_attention_under_torchtpu_name(heads, kv_heads, kwargs):
+    torch.manual_seed(0)
+    q = torch.randn(2, heads, 12, 16, requires_grad=True)
+    k = torch.randn(2, kv_heads, 12, 16, requires_grad=True)
+    v = torch.randn(2, kv_heads, 12, 16, requires_grad=True)
+    window = kwargs.get("local_window_size")
+    mask = _local_mask(12, window) if window is not None else None
+    ref = F.scaled_dot_product_attention(
+        q,
+        k,
+        v,
+        attn_mask=mask,
+        is_causal=kwargs.get("is_causal", True) and mask is None,
+        scale=kwargs.get("scale"),
+        enable_gqa=heads != kv_heads,
+    )
+    dq, dk, dv = (t.detach().to("tpu").requires_grad_() for t in (q, k, v))
+    grad = torch.randn_like(ref)
+    with no_fallback(), torch.profiler.profile() as prof:
+        out = torch.tpu.ops.splash_sdpa(dq, dk, dv, **kwargs)
+        out.backward(grad.to("tpu"))
+    assert any(e.name == "aten::_scaled_dot_product_flash_attention_for_cpu" for e in prof.events())
+    ref.backward(grad)
+    torch.testing.assert_close(out.detach().cpu(), ref.detach(), atol=1e-5, rtol=1e-4)
+    for device_t, cpu_t in ((dq, q), (dk, k), (dv, v)):
+        torch.testing.assert_close(device_t.grad.cpu(), cpu_t.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_splash_sdpa_refuses_unknown_arguments():
+    q = torch.randn(1, 2, 4, 8, device="tpu")
+    with pytest.raises(TypeError, match="block_size"):
+        torch.tpu.ops.splash_sdpa(q, q, q, block_size=4)

@@ -3,12 +3,13 @@
 //! sign convention) and `_linalg_eigh` (the `Eigh` custom call: Jacobi, eigenvalues in
 //! ascending order). XLA expands both into StableHLO loops on every backend.
 
-use tpurs_hlo::{Builder, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
 use super::empty;
-use super::linalg::{float_matrices, triangle};
+use super::linalg::{float_matrices, transpose_last, triangle};
 use crate::ctx::{Ctx, Out};
-use crate::error::{runtime, Result};
+use crate::dtype::torch_name;
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// `x[..., rows, cols]` of the last two dims.
@@ -95,6 +96,150 @@ pub(super) fn q_of(b: &mut Builder, h: &Value, taus: &Value, cols: i64) -> Resul
     Ok(q[0].clone())
 }
 
+/// The matrices of a LAPACK-style rule, checked with the CPU's messages (`kernel` names
+/// the CPU kernel in its dtype error); complex ones run on the CPU.
+fn real_matrices(ctx: &Ctx, i: usize, op: &str, kernel: &str) -> Result<TensorType> {
+    let ty = ctx.ty(i)?;
+    if ty.rank() < 2 {
+        return runtime(format!("{op}: input must have at least 2 dimensions."));
+    }
+    match ty.dtype {
+        DType::F32 | DType::F64 => Ok(ty),
+        DType::C64 | DType::C128 => Err(Error::Uncovered(format!("{op}: complex matrices"))),
+        other => Err(Error::NotImplemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            torch_name(other)
+        ))),
+    }
+}
+
+/// `geqrf(A)`: LAPACK's compact QR, `(a, tau)`: R in and above the diagonal, the
+/// Householder vectors below it, and their scales.
+fn geqrf(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    real_matrices(ctx, 0, "torch.geqrf", "geqrf_cpu")?;
+    let a = ctx.tensor(0)?;
+    let (h, taus) = householder(&mut ctx.b, &a);
+    Ok(vec![Some(h), Some(taus)])
+}
+
+/// The first `cols` columns of the product of the reflectors in `input`'s columns, scaled
+/// by `tau` (`[.., k]`, `k <= n`); missing scales are zeros (identity reflectors).
+fn reflector_product(b: &mut Builder, input: &Value, tau: &Value, cols: i64) -> Result<Value> {
+    let n = input.shape()[input.rank() - 1];
+    let taus = pad_last(b, tau, n)?;
+    q_of(b, input, &taus, cols)
+}
+
+/// Checks `tau` against `input` as `op` does on the CPU: one dim fewer, the same batch dims,
+/// at most `input.shape[-1]` scales, the same dtype.
+fn check_tau(op: &str, input: &TensorType, tau: &TensorType) -> Result<()> {
+    let r = input.rank();
+    if tau.rank() + 1 != r {
+        return runtime(format!(
+            "{op}: Expected tau to have one dimension less than input, but got tau.ndim equal to {} and input.ndim is equal to {r}",
+            tau.rank()
+        ));
+    }
+    if tau.shape[..r - 2] != input.shape[..r - 2] {
+        return runtime(format!(
+            "{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got {:?}",
+            &tau.shape[..r - 2]
+        ));
+    }
+    if tau.dtype != input.dtype {
+        return runtime(format!(
+            "{op}: tau dtype {} does not match input dtype {}",
+            torch_name(tau.dtype),
+            torch_name(input.dtype)
+        ));
+    }
+    Ok(())
+}
+
+/// `linalg_householder_product(input, tau)`: the first `n` columns of `H_1 ... H_k`.
+fn householder_product(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    const OP: &str = "torch.linalg.householder_product";
+    let ty = real_matrices(ctx, 0, OP, "orgqr_cpu")?;
+    let tau_ty = ctx.ty(1)?;
+    let r = ty.rank();
+    let (m, n) = (ty.shape[r - 2], ty.shape[r - 1]);
+    if m < n {
+        return runtime(format!(
+            "{OP}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        ));
+    }
+    check_tau(OP, &ty, &tau_ty)?;
+    if tau_ty.shape[r - 2] > n {
+        return runtime(format!(
+            "{OP}: input.shape[-1] must be greater than or equal to tau.shape[-1]"
+        ));
+    }
+    let (input, tau) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    Ok(vec![Some(reflector_product(&mut ctx.b, &input, &tau, n)?)])
+}
+
+/// `ormqr(input, tau, other, left, transpose)`: `other` multiplied by the complete Q of
+/// the reflectors (`m x m`), from the left or the right, transposed or not.
+fn ormqr(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    const OP: &str = "torch.ormqr";
+    let ty = real_matrices(ctx, 0, OP, "ormqr_cpu")?;
+    let tau_ty = ctx.ty(1)?;
+    let other_ty = ctx.ty(2)?;
+    let (left, transpose) = (ctx.bool_or(3, true)?, ctx.bool_or(4, false)?);
+    let r = ty.rank();
+    if other_ty.rank() < 2 {
+        return runtime(format!("{OP}: other must have at least 2 dimensions."));
+    }
+    let m = ty.shape[r - 2];
+    let cond = if left { -2 } else { -1 };
+    let side = other_ty.shape[(other_ty.rank() as i64 + cond) as usize];
+    if side != m {
+        return runtime(format!(
+            "{OP}: other.shape[{cond}] must be equal to input.shape[-2]"
+        ));
+    }
+    if tau_ty.rank() == 0 || tau_ty.shape[tau_ty.rank() - 1] != side.min(ty.shape[r - 1]) {
+        return runtime(format!(
+            "{OP}: tau.shape[-1] must be equal to min(other.shape[{cond}], input.shape[-1])"
+        ));
+    }
+    check_tau(OP, &ty, &tau_ty)?;
+    if other_ty.rank() != r {
+        return runtime(format!(
+            "{OP}: Expected other to have the same number of dimensions as input, but got other.ndim equal to {} and input.ndim is equal to {r}",
+            other_ty.rank()
+        ));
+    }
+    if other_ty.shape[..r - 2] != ty.shape[..r - 2] {
+        return runtime(format!(
+            "{OP}: Expected batch dimensions of other to be equal to input.shape[:-2], but got {:?}",
+            &other_ty.shape[..r - 2]
+        ));
+    }
+    if other_ty.dtype != ty.dtype {
+        return runtime(format!(
+            "{OP}: Expected input and other to have the same dtype, but input has dtype{} and other has dtype {}",
+            torch_name(ty.dtype),
+            torch_name(other_ty.dtype)
+        ));
+    }
+    let (input, tau, other) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.tensor(2)?);
+    let b = &mut ctx.b;
+    // The reflectors of a wide input are its first m columns.
+    let square = corner(b, &input, m, m.min(ty.shape[r - 1]))?;
+    let q = reflector_product(b, &square, &tau, m)?;
+    let q = if transpose { transpose_last(b, &q)? } else { q };
+    let batch: Vec<i64> = (0..r as i64 - 2).collect();
+    let (lhs, rhs) = if left { (&q, &other) } else { (&other, &q) };
+    let out = b.dot_general(
+        lhs,
+        rhs,
+        (&batch, &batch),
+        (&[r as i64 - 1], &[r as i64 - 2]),
+    )?;
+    Ok(vec![Some(out)])
+}
+
 /// `_linalg_eigh(A, UPLO, compute_v)`: eigenvalues (ascending) and eigenvectors (columns)
 /// of a symmetric matrix, reading only the `UPLO` triangle.
 fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -140,4 +285,13 @@ fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["linalg_qr", "linalg_qr.out"], qr);
     reg.ops(&["_linalg_eigh", "_linalg_eigh.eigenvalues"], eigh);
+    reg.ops(&["geqrf", "geqrf.a"], geqrf);
+    reg.ops(
+        &[
+            "linalg_householder_product",
+            "linalg_householder_product.out",
+        ],
+        householder_product,
+    );
+    reg.ops(&["ormqr", "ormqr.out"], ormqr);
 }

@@ -4,12 +4,21 @@ values, dtypes, shapes and gradients against CPU PyTorch."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 from typing import Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
 
 DEVICE = "tpu"
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh Python process with `env` added to the environment."""
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
 
 
 def to_device(tree: Any, device: str = DEVICE) -> Any:

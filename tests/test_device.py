@@ -8,12 +8,7 @@ import sys
 
 import pytest
 import torch
-from helpers import check, no_fallback, to_device
-
-
-def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    e = dict(os.environ, **env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
+from helpers import check, no_fallback, run_python, to_device
 
 
 def test_import_torch_alone_registers_the_device():

@@ -58,6 +58,7 @@ mod random;
 mod reduce;
 mod running;
 mod search;
+mod segment;
 mod shape;
 mod softmax;
 mod sort;
@@ -95,6 +96,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     reduce::register(reg);
     running::register(reg);
     search::register(reg);
+    segment::register(reg);
     softmax::register(reg);
     index::register(reg);
     advanced_index::register(reg);

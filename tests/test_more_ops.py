@@ -1,0 +1,103 @@
+"""`segment_reduce` and the other ops of issue 7's coverage list match CPU PyTorch on the
+device: values, dtypes, gradients and CPU's errors, with no CPU fallback."""
+
+import pytest
+import torch
+from helpers import check, no_fallback, tol
+
+aten = torch.ops.aten
+
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "amax", "amin"]
+
+
+def seg(reduce, key="lengths", **kw):
+    return lambda x, idx: aten.segment_reduce(x, reduce, **{key: idx}, **kw)
+
+
+@pytest.mark.parametrize("initial", [None, 2.5], ids=str)
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+def test_segment_reduce_lengths_and_offsets_with_gradients(reduce, initial):
+    torch.manual_seed(40)
+    x = torch.randn(7, 3, requires_grad=True)
+    lengths = torch.tensor([2, 0, 4, 1])
+    offsets = torch.tensor([0, 2, 2, 6, 7], dtype=torch.int32)
+    with no_fallback():
+        check(seg(reduce, initial=initial), x, lengths, grad=True)
+        check(seg(reduce, initial=initial, key="offsets"), x, offsets, grad=True)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_segment_reduce_inner_axis_and_batched_lengths(reduce):
+    torch.manual_seed(41)
+    x = torch.randn(2, 6, 3, requires_grad=True)
+    lengths = torch.tensor([[1, 2, 3], [0, 6, 0]])
+    offsets = torch.tensor([[0, 1, 1, 6], [2, 3, 5, 5]])
+    with no_fallback():
+        check(seg(reduce, axis=1), x, lengths, grad=True)
+        check(seg(reduce, axis=-2, key="offsets"), x, offsets, grad=True)
+
+
+@pytest.mark.parametrize("reduce", ["max", "min", "prod", "mean", "sum"])
+def test_segment_reduce_ties_zeros_and_nan(reduce):
+    nan = float("nan")
+    x = torch.tensor([[1.0, 5, 5, 2, 0, 3, 0, 0], [2, 2, -1, 0, 4, nan, 3, 0]]).T.contiguous().requires_grad_()
+    lengths = torch.tensor([3, 0, 3, 2])
+    with no_fallback():
+        check(seg(reduce), x, lengths, grad=True)
+        check(seg(reduce, initial=2.0), x, lengths, grad=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.float16], ids=str)
+def test_segment_reduce_dtypes(dtype):
+    x = torch.randn(6, 2).to(dtype).requires_grad_()
+    lengths = torch.tensor([3, 1, 2], dtype=torch.int32)
+    with no_fallback():
+        for reduce in ["sum", "mean", "max", "prod"]:
+            check(seg(reduce), x, lengths, grad=True, **tol(dtype))
+
+
+def test_segment_reduce_unsafe_out_and_empty():
+    x = torch.randn(5, 2)
+    with no_fallback():
+        check(seg("sum", unsafe=True), x, torch.tensor([1, 2]))
+        check(lambda x, l: aten.segment_reduce.out(x, "max", lengths=l, out=x.new_empty(2, 2)), x, torch.tensor([4, 1]))
+        check(seg("mean"), torch.empty(0, 3), torch.tensor([0, 0]))
+
+
+BAD_SEGMENTS = [
+    ("no lengths", lambda x, l: aten.segment_reduce(x, "sum")),
+    ("bad reduce", lambda x, l: aten.segment_reduce(x, "foo", lengths=l)),
+    ("axis", lambda x, l: aten.segment_reduce(x, "sum", lengths=l, axis=1)),
+    ("offsets axis", lambda x, l: aten.segment_reduce(x, "sum", offsets=l, axis=1)),
+    ("indices", lambda x, l: aten.segment_reduce(x, "sum", lengths=l, indices=l)),
+]
+
+
+@pytest.mark.parametrize("name,fn", BAD_SEGMENTS, ids=[c[0] for c in BAD_SEGMENTS])
+def test_segment_reduce_bad_arguments_raise_like_cpu(name, fn):
+    x, lengths = torch.randn(6, 3), torch.tensor([2, 4])
+    with pytest.raises(RuntimeError) as cpu:
+        fn(x, lengths)
+    with no_fallback(), pytest.raises(RuntimeError) as dev:
+        fn(x.to("tpu"), lengths.to("tpu"))
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("lengths", [[2, -1, 5], [2, 2]], ids=str)
+def test_segment_reduce_bad_lengths_raise_at_the_next_sync(lengths):
+    x, lengths = torch.randn(6, 3), torch.tensor(lengths)
+    with pytest.raises(RuntimeError) as cpu:
+        aten.segment_reduce(x, "sum", lengths=lengths)
+    with no_fallback(), pytest.raises(RuntimeError) as dev:
+        aten.segment_reduce(x.to("tpu"), "sum", lengths=lengths.to("tpu"))
+        torch.tpu.synchronize()
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def test_segment_reduce_integer_data_and_float_lengths_raise_like_cpu():
+    for x, lengths in [(torch.ones(4, dtype=torch.long), torch.tensor([4])), (torch.ones(4), torch.tensor([4.0]))]:
+        with pytest.raises(NotImplementedError) as cpu:
+            aten.segment_reduce(x, "sum", lengths=lengths)
+        with pytest.raises(NotImplementedError) as dev:
+            aten.segment_reduce(x.to("tpu"), "sum", lengths=lengths.to("tpu"))
+        assert str(dev.value) == str(cpu.value)

@@ -101,3 +101,61 @@ def test_segment_reduce_integer_data_and_float_lengths_raise_like_cpu():
         with pytest.raises(NotImplementedError) as dev:
             aten.segment_reduce(x.to("tpu"), "sum", lengths=lengths.to("tpu"))
         assert str(dev.value) == str(cpu.value)
+
+
+# Norms from below degree 1's bound to well above degree 18's (several squarings), so every
+# approximant and the squaring loop run; a batch mixes them.
+@pytest.mark.parametrize("scale", [1e-8, 1e-3, 0.03, 0.3, 1.0, 3.0], ids=str)
+def test_matrix_exp_every_degree_with_gradients(scale):
+    torch.manual_seed(42)
+    x = (torch.randn(4, 4) * scale / 4).requires_grad_()
+    with no_fallback():
+        check(torch.linalg.matrix_exp, x, grad=True, atol=1e-5 * max(1.0, scale), rtol=1e-5)
+
+
+def test_matrix_exp_batch_of_mixed_norms_and_float64():
+    torch.manual_seed(43)
+    scales = torch.tensor([1e-9, 1e-3, 0.05, 0.4, 1.2, 2.5, 6.0, 20.0]).view(2, 4, 1, 1)
+    x = torch.randn(2, 4, 3, 3) * scales / 3
+    with no_fallback():
+        check(torch.linalg.matrix_exp, x, atol=1e-4, rtol=2e-5)
+        check(torch.linalg.matrix_exp, x.double(), atol=1e-10, rtol=1e-10)
+        check(torch.matrix_exp, x.double().requires_grad_(), grad=True, atol=1e-9, rtol=1e-9)
+
+
+# CPU's half-precision matrix_exp (its float64 coefficient table read as the input's dtype)
+# returns infinities; the device computes in float32 and rounds, so the reference
+# here is CPU's float32 result rounded.
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_matrix_exp_half_dtypes(dtype):
+    x = (torch.randn(3, 3, 3) / 2).to(dtype)
+    with no_fallback():
+        out = torch.linalg.matrix_exp(x.to("tpu"))
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.cpu(), torch.linalg.matrix_exp(x.float()).to(dtype), **tol(dtype))
+
+
+def test_matrix_exp_special_shapes_out_and_nan():
+    with no_fallback():
+        check(torch.linalg.matrix_exp, torch.randn(3, 1, 1))
+        check(torch.linalg.matrix_exp, torch.randn(2, 0, 0))
+        check(torch.linalg.matrix_exp, torch.randn(0, 3, 3))
+        check(lambda x: aten.linalg_matrix_exp.out(x, out=torch.empty_like(x)), torch.randn(3, 3))
+        check(torch.linalg.matrix_exp, -500 * torch.eye(3))
+        check(torch.linalg.matrix_exp, torch.tensor([[1.0, float("nan")], [0.0, 1.0]]))
+
+
+BAD_MATRIX_EXP = [
+    ("rank", RuntimeError, torch.randn(3)),
+    ("square", RuntimeError, torch.randn(3, 2)),
+    ("dtype", NotImplementedError, torch.ones(2, 2, dtype=torch.long)),
+]
+
+
+@pytest.mark.parametrize("name,exc,x", BAD_MATRIX_EXP, ids=[c[0] for c in BAD_MATRIX_EXP])
+def test_matrix_exp_bad_arguments_raise_like_cpu(name, exc, x):
+    with pytest.raises(exc) as cpu:
+        torch.linalg.matrix_exp(x)
+    with no_fallback(), pytest.raises(exc) as dev:
+        torch.linalg.matrix_exp(x.to("tpu"))
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]

@@ -49,6 +49,7 @@ mod linalg;
 mod losses;
 mod lu;
 mod matmul;
+mod matrix_exp;
 mod modified_bessel;
 mod nn;
 mod pad;
@@ -76,6 +77,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     matmul::register(reg);
     grouped_mm::register(reg);
     linalg::register(reg);
+    matrix_exp::register(reg);
     decomp::register(reg);
     lu::register(reg);
     gated::register(reg);

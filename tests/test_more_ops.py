@@ -3,6 +3,7 @@ device: values, dtypes, gradients and CPU's errors, with no CPU fallback."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 from helpers import check, no_fallback, tol
 
 aten = torch.ops.aten
@@ -159,3 +160,58 @@ def test_matrix_exp_bad_arguments_raise_like_cpu(name, exc, x):
     with no_fallback(), pytest.raises(exc) as dev:
         torch.linalg.matrix_exp(x.to("tpu"))
     assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+AA_SIZES = [((9, 13), (4, 5)), ((5, 6), (11, 8)), ((16, 7), (3, 7)), ((8, 8), (1, 1)), ((30, 4), (7, 9))]
+
+
+@pytest.mark.parametrize("align_corners", [False, True], ids=["half_pixel", "corners"])
+@pytest.mark.parametrize("size,out", AA_SIZES, ids=str)
+def test_upsample_bilinear_antialias_with_gradients(size, out, align_corners):
+    torch.manual_seed(44)
+    x = torch.randn(2, 3, *size, requires_grad=True)
+    with no_fallback():
+        check(
+            lambda x: F.interpolate(x, size=out, mode="bilinear", antialias=True, align_corners=align_corners),
+            x,
+            grad=True,
+            atol=1e-5,
+            rtol=1e-5,
+        )
+
+
+@pytest.mark.parametrize("scale", [0.3, 0.5, 1.7, (0.25, 2.5)], ids=str)
+def test_upsample_bilinear_antialias_scale_factors_and_float64(scale):
+    x = torch.randn(1, 2, 12, 10, dtype=torch.float64, requires_grad=True)
+    with no_fallback():
+        for recompute in (False, True):
+            check(
+                lambda x: F.interpolate(
+                    x, scale_factor=scale, mode="bilinear", antialias=True, recompute_scale_factor=recompute
+                ),
+                x,
+                grad=True,
+                atol=1e-12,
+                rtol=1e-12,
+            )
+
+
+def test_upsample_bilinear_antialias_ops_direct_inf_and_errors():
+    x = torch.randn(1, 1, 9, 7)
+    x[0, 0, 4, 3] = float("inf")
+    g = torch.randn(1, 2, 3, 4)
+    with no_fallback():
+        check(lambda x: aten._upsample_bilinear2d_aa(x, [3, 7], False, 0.4, None), x)
+        check(lambda x: aten._upsample_bilinear2d_aa.out(x, [4, 4], True, out=x.new_empty(1, 1, 4, 4)), x)
+        check(lambda g: aten._upsample_bilinear2d_aa_backward(g, [3, 4], [1, 2, 8, 11], False), g)
+        check(lambda g: aten._upsample_bilinear2d_aa_backward(g, [3, 4], [1, 2, 3, 9], True, 0.5, 0.3), g)
+    for fn, exc in [
+        (lambda x: aten._upsample_bilinear2d_aa(x, [0, 3], False), RuntimeError),
+        (lambda x: aten._upsample_bilinear2d_aa(x[0], [2, 3], False), RuntimeError),
+        (lambda x: aten._upsample_bilinear2d_aa(x.half(), [2, 3], False), NotImplementedError),
+    ]:
+        with pytest.raises(exc) as cpu:
+            fn(x)
+        with no_fallback(), pytest.raises(exc) as dev:
+            fn(x.to("tpu"))
+        assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]

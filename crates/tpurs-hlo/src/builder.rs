@@ -249,6 +249,14 @@ impl Builder {
         self.emit("func.call", operands, &attrs, &[], result_tys)
     }
 
+    /// A 1-d constant holding `values` (a table computed on the host).
+    pub fn vector(&mut self, values: &[Literal], dtype: DType) -> Value {
+        let ty = TensorType::new(dtype, vec![values.len() as i64]);
+        let items: Vec<String> = values.iter().map(|v| v.mlir(dtype)).collect();
+        let attrs = format!("value = dense<[{}]> : {}", items.join(", "), ty);
+        self.emit1("stablehlo.constant", &[], &attrs, ty)
+    }
+
     /// Prints the module; `outputs` are the values `@main` returns, in order.
     pub fn finish(mut self, outputs: &[Value]) -> String {
         let refs: Vec<&Value> = outputs.iter().collect();

@@ -988,6 +988,27 @@ fn constants_including_special_floats() {
 }
 
 #[test]
+fn vector_constants() {
+    let mut b = Builder::new();
+    let f = b.vector(
+        &[
+            Literal::Float(-2.5),
+            Literal::Float(f64::NAN),
+            Literal::Int(3),
+        ],
+        DType::F32,
+    );
+    let i = b.vector(&[Literal::Int(i64::MIN), Literal::Int(7)], DType::I64);
+    let t = b.vector(&[Literal::Bool(false), Literal::Bool(true)], DType::Bool);
+    let out = run(b, &[f, i, t], &[]);
+    let v = out[0].as_f32();
+    assert_eq!((v[0], v[2]), (-2.5, 3.0));
+    assert!(v[1].is_nan());
+    assert_eq!(out[1].as_i64(), [i64::MIN, 7]);
+    assert_eq!(out[2].as_bool(), [false, true]);
+}
+
+#[test]
 fn full_like_and_scalar_like() {
     let x = Host::bf16(&[1.0, 2.0, 3.0], &[3]);
     let out = run_with(&[x], |b, p| {

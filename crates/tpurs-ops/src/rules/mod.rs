@@ -67,6 +67,7 @@ mod special;
 mod svd;
 mod unpool;
 mod upsample;
+mod upsample_aa;
 
 /// Registers every family's rules.
 pub(crate) fn register_all(reg: &mut Registry) {
@@ -114,6 +115,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     igamma::register(reg);
     integer::register(reg);
     upsample::register(reg);
+    upsample_aa::register(reg);
     grid_sample::register(reg);
     pad::register(reg);
     unpool::register(reg);

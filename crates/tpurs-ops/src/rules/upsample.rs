@@ -41,9 +41,9 @@ fn scale_of(mode: Mode, input: i64, output: i64, scale: Option<f64>) -> f32 {
 }
 
 /// One source element per output position along a dim and its weight (`None`: 1).
-struct Tap {
-    index: Value,
-    weight: Option<Value>,
+pub(super) struct Tap {
+    pub(super) index: Value,
+    pub(super) weight: Option<Value>,
 }
 
 impl Tap {
@@ -148,7 +148,7 @@ fn interpolate(b: &mut Builder, x: &Value, taps: &[Tap], d: usize) -> Result<Val
 /// it read. A finite gradient takes `M^T g` for the `[output, input]` tap matrix `M` (one
 /// fast dot); a gradient holding inf or NaN takes a scatter-add per tap as CPU adds them,
 /// because the product would spread `inf * 0 = NaN` along M's rows.
-fn interpolate_backward(
+pub(super) fn interpolate_backward(
     b: &mut Builder,
     g: &Value,
     taps: &[Tap],

@@ -1,0 +1,230 @@
+//! Antialiased bilinear resizing (`_upsample_bilinear2d_aa`) and its backward. Along each
+//! spatial dim, output `i` reads the source elements `xmin .. xmin + xsize` with triangle
+//! filter weights stretched by the scale when downsampling, normalized to sum 1: ATen's
+//! `_compute_indices_min_size_weights_aa`. The tables depend only on sizes and scales, so
+//! they are computed on the host in the input's float type, step for step as the CPU
+//! kernel rounds, and embedded as constants. The forward sums the taps in CPU's order,
+//! width pass then height pass (a dim whose size does not change is skipped, as on CPU);
+//! the backward is `M^T g` per dim.
+
+use tpurs_hlo::{Builder, DType, Literal, Value};
+
+use super::index::select_rows;
+use super::one;
+use super::upsample::{interpolate_backward, Tap};
+use crate::ctx::{Ctx, Out};
+use crate::dtype::torch_name;
+use crate::error::{runtime, Error, Result};
+use crate::table::Registry;
+
+/// The taps of one dim: per output, the first source index, the count read, and `k` weights
+/// per output (zero past the count).
+struct Window {
+    xmin: Vec<i64>,
+    xsize: Vec<i64>,
+    weights: Vec<f64>,
+    k: usize,
+}
+
+/// ATen's `area_pixel_compute_scale` and `_compute_index_ranges_weights` (antialias) for the
+/// linear filter, with `rnd` rounding to the kernel's `scalar_t` wherever C++ stores one.
+fn window(
+    input: i64,
+    output: i64,
+    align_corners: bool,
+    scale: Option<f64>,
+    rnd: fn(f64) -> f64,
+) -> Window {
+    let scale = if align_corners {
+        if output > 1 {
+            rnd((input - 1) as f64 / (output - 1) as f64)
+        } else {
+            0.0
+        }
+    } else {
+        match scale {
+            Some(s) if s > 0.0 => rnd(1.0 / s),
+            _ => rnd(input as f64 / output as f64),
+        }
+    };
+    let support = if scale >= 1.0 { rnd(scale) } else { 1.0 };
+    let k = support.ceil() as usize * 2 + 1;
+    let invscale = if scale >= 1.0 { rnd(1.0 / scale) } else { 1.0 };
+    let filter = |x: f64| {
+        let x = rnd(x).abs();
+        if x < 1.0 {
+            rnd(1.0 - x)
+        } else {
+            0.0
+        }
+    };
+    let mut w = Window {
+        xmin: Vec::new(),
+        xsize: Vec::new(),
+        weights: Vec::new(),
+        k,
+    };
+    for i in 0..output {
+        let center = rnd(scale * (i as f64 + 0.5));
+        let xmin = ((rnd(center - support) + 0.5) as i64).max(0);
+        let xsize = (((rnd(center + support) + 0.5) as i64).min(input) - xmin).clamp(0, k as i64);
+        let mut ws = vec![0.0; k];
+        let mut total = 0.0;
+        for (j, wj) in ws.iter_mut().enumerate().take(xsize as usize) {
+            *wj = filter((rnd(rnd((j as i64 + xmin) as f64) - center) + 0.5) * invscale);
+            total = rnd(total + *wj);
+        }
+        if total != 0.0 {
+            for wj in ws.iter_mut().take(xsize as usize) {
+                *wj = rnd(*wj / total);
+            }
+        }
+        w.xmin.push(xmin);
+        w.xsize.push(xsize);
+        w.weights.extend(ws);
+    }
+    w
+}
+
+/// The window's `k` taps as device vectors: tap `j` reads `min(xmin + j, input - 1)`.
+fn taps(b: &mut Builder, w: &Window, input: i64, dtype: DType) -> Vec<Tap> {
+    (0..w.k)
+        .map(|j| {
+            let idx: Vec<Literal> = w
+                .xmin
+                .iter()
+                .map(|&m| Literal::Int((m + j as i64).min(input - 1)))
+                .collect();
+            let wt: Vec<Literal> = (0..w.xmin.len())
+                .map(|o| Literal::Float(w.weights[o * w.k + j]))
+                .collect();
+            Tap {
+                index: b.vector(&idx, DType::I64),
+                weight: Some(b.vector(&wt, dtype)),
+            }
+        })
+        .collect()
+}
+
+/// Forward along dim `d`: `sum_j x[xmin + j] * w_j` over `j < xsize`, in CPU's order; taps
+/// past an output's count are left out (not multiplied by 0), so an infinite element
+/// reaches only the outputs that read it.
+fn resample(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
+    let input = x.shape()[d];
+    let taps = taps(b, w, input, x.dtype());
+    let mut acc: Option<Value> = None;
+    for (j, tap) in taps.iter().enumerate() {
+        let rows = select_rows(b, x, d, &tap.index)?;
+        let wt = tap.weight.as_ref().expect("weighted taps");
+        let wt = b.broadcast_in_dim(wt, rows.shape(), &[d as i64])?;
+        let t = b.mul(&rows, &wt)?;
+        acc = Some(match acc {
+            None => t,
+            Some(a) => {
+                let used: Vec<Literal> = w
+                    .xsize
+                    .iter()
+                    .map(|&s| Literal::Bool((j as i64) < s))
+                    .collect();
+                let used = b.vector(&used, DType::Bool);
+                let used = b.broadcast_in_dim(&used, rows.shape(), &[d as i64])?;
+                let zero = b.full_like(&t, Literal::Float(0.0));
+                let t = b.select(&used, &t, &zero)?;
+                b.add(&a, &t)?
+            }
+        });
+    }
+    Ok(acc.expect("at least one tap"))
+}
+
+/// `_upsample_bilinear2d_aa(self, output_size, align_corners, scales_h, scales_w)` and
+/// its backward `(grad_output, output_size, input_size, align_corners, scales_h, scales_w)`.
+fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let backward = ctx.name.contains("_backward");
+    let first = if backward { 3 } else { 2 };
+    let ty = ctx.ty(0)?;
+    let out_size = ctx.int_list(1)?;
+    let in_size = if backward {
+        ctx.int_list(2)?
+    } else {
+        ty.shape.clone()
+    };
+    if out_size.len() != 2 {
+        return runtime(format!(
+            "It is expected output_size equals to 2, but got size {}",
+            out_size.len()
+        ));
+    }
+    if in_size.len() != 4 {
+        return runtime(format!(
+            "It is expected input_size equals to 4, but got size {}",
+            in_size.len()
+        ));
+    }
+    let (ih, iw, oh, ow) = (in_size[2], in_size[3], out_size[0], out_size[1]);
+    if ih <= 0 || iw <= 0 || oh <= 0 || ow <= 0 {
+        return runtime(format!("Input and output sizes should be greater than 0, but got input (H: {ih}, W: {iw}) output (H: {oh}, W: {ow})"));
+    }
+    let rnd: fn(f64) -> f64 = match ty.dtype {
+        DType::F32 => |v| v as f32 as f64,
+        DType::F64 => |v| v,
+        DType::U8 => {
+            return Err(Error::Uncovered(
+                "_upsample_bilinear2d_aa: uint8 images (CPU's int16 weights)".into(),
+            ))
+        }
+        d => {
+            return Err(Error::NotImplemented(format!(
+                "\"compute_index_ranges_weights\" not implemented for '{}'",
+                torch_name(d)
+            )))
+        }
+    };
+    let align_corners = ctx.bool_or(first, false)?;
+    let scales = [ctx.opt_float(first + 1)?, ctx.opt_float(first + 2)?];
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    let win = |d: usize| {
+        window(
+            in_size[d],
+            out_size[d - 2],
+            align_corners,
+            scales[d - 2],
+            rnd,
+        )
+    };
+    if backward {
+        if ty.shape[2..] != out_size[..] || ty.shape[..2] != in_size[..2] {
+            return runtime(format!(
+                "_upsample_bilinear2d_aa_backward: grad_output of shape {:?} for input size {in_size:?} and output size {out_size:?}",
+                ty.shape
+            ));
+        }
+        let mut g = x;
+        for d in [2, 3] {
+            let w = win(d);
+            let t = taps(b, &w, in_size[d], ty.dtype);
+            g = interpolate_backward(b, &g, &t, d, in_size[d])?;
+        }
+        return one(g);
+    }
+    let mut v = x;
+    for d in [3, 2] {
+        if in_size[d] != out_size[d - 2] {
+            v = resample(b, &v, &win(d), d)?;
+        }
+    }
+    one(v)
+}
+
+pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(
+        &[
+            "_upsample_bilinear2d_aa",
+            "_upsample_bilinear2d_aa.out",
+            "_upsample_bilinear2d_aa_backward",
+            "_upsample_bilinear2d_aa_backward.grad_input",
+        ],
+        upsample_aa,
+    );
+}

@@ -215,3 +215,97 @@ def test_upsample_bilinear_antialias_ops_direct_inf_and_errors():
         with no_fallback(), pytest.raises(exc) as dev:
             fn(x.to("tpu"))
         assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+FRACTIONAL_2D = [((2, 3, 11, 13), (2, 2), (4, 5)), ((3, 9, 8), (3, 2), (7, 6)), ((1, 2, 6, 6), (2, 3), (1, 1))]
+
+
+@pytest.mark.parametrize("shape,kernel,out", FRACTIONAL_2D, ids=str)
+def test_fractional_max_pool2d_with_samples_and_gradients(shape, kernel, out):
+    torch.manual_seed(45)
+    x = torch.randn(*shape, requires_grad=True)
+    samples = torch.rand(shape[0] if len(shape) == 4 else 1, shape[-3], 2)
+    with no_fallback():
+        check(
+            lambda x, s: F.fractional_max_pool2d(x, kernel, output_size=out, return_indices=True, _random_samples=s),
+            x,
+            samples,
+            grad=True,
+        )
+
+
+def test_fractional_max_pool3d_with_samples_and_gradients():
+    torch.manual_seed(46)
+    x = torch.randn(2, 2, 7, 8, 9, requires_grad=True)
+    samples = torch.rand(2, 2, 3)
+    with no_fallback():
+        for kernel, out in [((2, 2, 3), (3, 4, 2)), ((1, 3, 2), (6, 1, 5))]:
+            check(
+                lambda x, s: F.fractional_max_pool3d(
+                    x, kernel, output_size=out, return_indices=True, _random_samples=s
+                ),
+                x,
+                samples,
+                grad=True,
+            )
+        check(lambda x, s: aten.fractional_max_pool3d(x[0], [2, 2, 2], [3, 3, 3], s), x.detach(), samples[:1])
+
+
+def test_fractional_max_pool_ties_nan_extra_samples_and_out():
+    x = torch.zeros(1, 2, 8, 8)
+    x[0, 0, 2:5, 2:5] = 1.0
+    x[0, 1, 3, 3] = float("nan")
+    x[0, 1, 6, 6] = float("nan")
+    samples = torch.rand(3, 2, 2)
+    with no_fallback():
+        check(lambda x, s: aten.fractional_max_pool2d(x, [3, 3], [4, 4], s), x, samples)
+        check(
+            lambda x, s: aten.fractional_max_pool2d.output(
+                x, [2, 2], [5, 5], s, output=x.new_empty(0), indices=x.new_empty(0, dtype=torch.long)
+            ),
+            x,
+            samples,
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.float16], ids=str)
+def test_fractional_max_pool_dtypes(dtype):
+    torch.manual_seed(47)
+    x = torch.randn(2, 3, 10, 12).to(dtype).requires_grad_()
+    samples = torch.rand(2, 3, 2).to(dtype)
+    with no_fallback():
+        check(lambda x, s: aten.fractional_max_pool2d(x, [2, 3], [6, 5], s), x, samples, grad=True, **tol(dtype))
+
+
+BAD_FRACTIONAL = [
+    ("samples dtype", lambda x, s: aten.fractional_max_pool2d(x, [2, 2], [3, 3], s.double())),
+    ("samples rank", lambda x, s: aten.fractional_max_pool2d(x, [2, 2], [3, 3], s[0])),
+    ("samples size", lambda x, s: aten.fractional_max_pool2d(x, [2, 2], [3, 3], torch.rand(1, 1, 3, device=x.device))),
+    ("pool height", lambda x, s: aten.fractional_max_pool2d(x, [2, 2], [8, 3], s)),
+    ("pool width", lambda x, s: aten.fractional_max_pool2d(x, [2, 2], [3, 8], s)),
+    ("input rank", lambda x, s: aten.fractional_max_pool2d(x[0, 0], [2, 2], [3, 3], s)),
+    ("empty dim", lambda x, s: aten.fractional_max_pool2d(x[:, :0], [2, 2], [3, 3], s[:, :0])),
+    ("kernel len", lambda x, s: aten.fractional_max_pool2d(x, [2], [3, 3], s)),
+    (
+        "3d pool time",
+        lambda x, s: aten.fractional_max_pool3d(x[None], [2, 2, 2], [1, 3, 3], torch.rand(1, 1, 3, device=x.device)),
+    ),
+    (
+        "3d pool equal",
+        lambda x, s: aten.fractional_max_pool3d(x[None], [1, 2, 2], [1, 3, 3], torch.rand(1, 1, 3, device=x.device)),
+    ),
+    (
+        "3d output len",
+        lambda x, s: aten.fractional_max_pool3d(x, [2, 2, 2], [3, 3], torch.rand(1, 1, 3, device=x.device)),
+    ),
+]
+
+
+@pytest.mark.parametrize("name,fn", BAD_FRACTIONAL, ids=[c[0] for c in BAD_FRACTIONAL])
+def test_fractional_max_pool_bad_arguments_raise_like_cpu(name, fn):
+    x, s = torch.randn(1, 1, 8, 8), torch.rand(1, 1, 2)
+    with pytest.raises(RuntimeError) as cpu:
+        fn(x, s)
+    with no_fallback(), pytest.raises(RuntimeError) as dev:
+        fn(x.to("tpu"), s.to("tpu"))
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]

@@ -36,6 +36,7 @@ mod factory;
 mod flat_index;
 mod float_bits;
 mod foreach;
+mod fractional_pool;
 mod gated;
 mod graph_only;
 mod grid_sample;
@@ -94,6 +95,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     group_norm::register(reg);
     conv::register(reg);
     pool::register(reg);
+    fractional_pool::register(reg);
     distance::register(reg);
     batch_norm::register(reg);
     reduce::register(reg);

@@ -309,3 +309,92 @@ def test_fractional_max_pool_bad_arguments_raise_like_cpu(name, fn):
     with no_fallback(), pytest.raises(RuntimeError) as dev:
         fn(x.to("tpu"), s.to("tpu"))
     assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def hist(*args, **kwargs):
+    return lambda x, *t: torch.histogram(x, *args, *t, **kwargs)
+
+
+@pytest.mark.parametrize("density", [False, True], ids=["counts", "density"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_histogram_bin_count_range_weight_and_density(dtype, density):
+    torch.manual_seed(48)
+    x = torch.randn(7, 9, dtype=dtype)
+    w = torch.rand(7, 9, dtype=dtype)
+    with no_fallback():
+        check(hist(10, density=density), x)
+        check(hist(7, range=(-1.0, 1.5), density=density), x)
+        check(lambda x, w: torch.histogram(x, 5, weight=w, density=density), x, w, atol=1e-5, rtol=1e-5)
+        check(hist(4), torch.full((5,), 2.0, dtype=dtype))
+        check(hist(3), torch.empty(0, dtype=dtype))
+
+
+def test_histogram_edges_on_bin_boundaries_and_outside():
+    # Elements exactly on the linspace edges, where interpolation alone can misplace them.
+    x = torch.linspace(-3, 3, 61)
+    x = torch.cat([x, torch.tensor([float("nan"), -5.0, 5.0])])
+    with no_fallback():
+        for bins in [3, 6, 7, 60, 61]:
+            check(hist(bins, range=(-3.0, 3.0)), x)
+        check(hist(7, range=(-2.9, 0.1)), x)
+
+
+def test_histogram_bins_tensor_and_out():
+    x = torch.randn(50)
+    edges = torch.tensor([-2.0, -0.5, 0.0, 0.1, 1.0, 3.0])
+    with no_fallback():
+        check(lambda x, e: torch.histogram(x, e), x, edges)
+        check(lambda x, e: torch.histogram(x, e, weight=x.abs(), density=True), x, edges)
+        check(
+            lambda x: torch.histogram(x, 4, out=(x.new_empty(0), x.new_empty(0))),
+            x,
+        )
+
+
+BAD_HISTOGRAM = [
+    ("bins", lambda x: torch.histogram(x, 0)),
+    ("range len", lambda x: aten.histogram.bin_ct(x, 5, range=[1.0])),
+    ("range order", lambda x: torch.histogram(x, 5, range=(2.0, 1.0))),
+    ("range inf", lambda x: torch.histogram(x, 5, range=(0.0, float("inf")))),
+    ("weight shape", lambda x: torch.histogram(x, 5, weight=x[:3])),
+    ("weight dtype", lambda x: torch.histogram(x, 5, weight=x.double())),
+    ("edges rank", lambda x: torch.histogram(x, x.new_ones(2, 2))),
+    ("edges empty", lambda x: torch.histogram(x, x.new_ones(0))),
+    ("one edge", lambda x: torch.histogram(x, x.new_ones(1))),
+    ("edges dtype", lambda x: torch.histogram(x, x.new_ones(3).double())),
+]
+
+
+@pytest.mark.parametrize("name,fn", BAD_HISTOGRAM, ids=[c[0] for c in BAD_HISTOGRAM])
+def test_histogram_bad_arguments_raise_like_cpu(name, fn):
+    x = torch.randn(10)
+    with pytest.raises(RuntimeError) as cpu:
+        fn(x)
+    with no_fallback(), pytest.raises(RuntimeError) as dev:
+        fn(x.to("tpu"))
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def test_histogram_non_finite_data_range_raises_at_the_next_sync_and_ints_refused():
+    x = torch.tensor([1.0, float("inf")])
+    with pytest.raises(RuntimeError, match="is not finite"):
+        torch.histogram(x, 5)
+    with no_fallback(), pytest.raises(RuntimeError, match="is not finite"):
+        torch.histogram(x.to("tpu"), 5)
+        torch.tpu.synchronize()
+    for x in [torch.ones(3, dtype=torch.long), torch.ones(3, dtype=torch.half)]:
+        with pytest.raises(NotImplementedError) as cpu:
+            torch.histogram(x, 4)
+        with pytest.raises(NotImplementedError) as dev:
+            torch.histogram(x.to("tpu"), 4)
+        assert str(dev.value) == str(cpu.value)
+
+
+# CPU's float32 linspace rounds each value once (fused multiply-adds): bit-for-bit equal,
+# which histogram's edges rely on.
+@pytest.mark.parametrize("start,end", [(-3.0, 3.0), (0.1, 7.3), (5.0, -2.0)], ids=str)
+def test_linspace_float32_bit_exact(start, end):
+    with no_fallback():
+        for steps in [8, 23, 61, 257]:
+            dev = torch.linspace(start, end, steps, device="tpu").cpu()
+            assert torch.equal(dev, torch.linspace(start, end, steps)), steps

@@ -218,35 +218,62 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
     into_out(ctx, out, x)
 }
 
-/// `steps` values from `s` to `e` in float type `w`, as CPU's linspace kernel forms them:
-/// `s + step * i` for the first half, `e - step * (steps - 1 - i)` for the rest.
+/// `steps` values from `s` to `e` in float type `w` (see [`linear_sequence_of`]).
 fn linear_sequence(b: &mut Builder, s: f64, e: f64, steps: i64, w: DType) -> Result<Value> {
-    if steps <= 1 {
-        return Ok(b.splat(Literal::Float(s), &TensorType::new(w, [steps])));
-    }
-    let step = if w == DType::F32 {
-        ((e as f32 - s as f32) / (steps - 1) as f32) as f64
-    } else {
-        (e - s) / (steps - 1) as f64
-    };
+    let s = b.constant(Literal::Float(s), w);
+    let e = b.constant(Literal::Float(e), w);
+    linear_sequence_of(b, &s, &e, steps)
+}
+
+/// `steps` values from the 0-d `s` to `e` in their float type, as CPU's linspace kernel
+/// forms them: `s + step * i` for the first half, `e - step * (steps - 1 - i)` for the rest,
+/// with `step = (e - s) / (steps - 1)`.
+pub(super) fn linear_sequence_of(
+    b: &mut Builder,
+    s: &Value,
+    e: &Value,
+    steps: i64,
+) -> Result<Value> {
+    let w = s.dtype();
     let ty = TensorType::new(w, [steps]);
+    if steps <= 1 {
+        return Ok(b.broadcast_in_dim(s, &[steps], &[])?);
+    }
+    let n1 = b.constant(Literal::Float((steps - 1) as f64), w);
+    let d = b.sub(e, s)?;
+    let step = b.div(&d, &n1)?;
     let idx = b.iota(&TensorType::new(DType::I64, [steps]), 0);
     let i = b.convert(&idx, w);
-    let stepv = b.splat(Literal::Float(step), &ty);
-    let sv = b.splat(Literal::Float(s), &ty);
-    let ev = b.splat(Literal::Float(e), &ty);
-    let lo = b.mul(&stepv, &i)?;
-    let lo = b.add(&sv, &lo)?;
+    let stepv = b.broadcast_in_dim(&step, &[steps], &[])?;
+    let sv = b.broadcast_in_dim(s, &[steps], &[])?;
+    let ev = b.broadcast_in_dim(e, &[steps], &[])?;
     let last = b.splat(Literal::Float((steps - 1) as f64), &ty);
     let back = b.sub(&last, &i)?;
-    let hi = b.mul(&stepv, &back)?;
-    let hi = b.sub(&ev, &hi)?;
+    let neg = b.neg(&stepv);
+    let (lo, hi) = if w == DType::F32 {
+        // CPU's float32 kernel compiles both formulas to fused multiply-adds.
+        (fused(b, &stepv, &i, &sv)?, fused(b, &neg, &back, &ev)?)
+    } else {
+        let lo = b.mul(&stepv, &i)?;
+        let hi = b.mul(&neg, &back)?;
+        (b.add(&sv, &lo)?, b.add(&ev, &hi)?)
+    };
     let half = b.splat(
         Literal::Int(steps / 2),
         &TensorType::new(DType::I64, [steps]),
     );
     let first = b.compare(CompareDir::Lt, &idx, &half)?;
     Ok(b.select(&first, &lo, &hi)?)
+}
+
+/// `a * x + c` rounded once to float32, as a fused multiply-add rounds it: in float64 the
+/// product of a float32 and an integer below 2^29 is exact, and XLA may or may not fuse a
+/// float32 multiply-add itself.
+fn fused(b: &mut Builder, a: &Value, x: &Value, c: &Value) -> Result<Value> {
+    let [a, x, c] = [a, x, c].map(|v| b.convert(v, DType::F64));
+    let p = b.mul(&a, &x)?;
+    let r = b.add(&c, &p)?;
+    Ok(b.convert(&r, DType::F32))
 }
 
 /// `eye.out(n, out)` / `eye.m_out(n, m, out)`: ones on the main diagonal.

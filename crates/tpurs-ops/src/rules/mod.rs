@@ -42,6 +42,7 @@ mod graph_only;
 mod grid_sample;
 mod group_norm;
 mod grouped_mm;
+mod histogram;
 mod igamma;
 mod index;
 mod index_reduce;
@@ -101,6 +102,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     reduce::register(reg);
     running::register(reg);
     search::register(reg);
+    histogram::register(reg);
     segment::register(reg);
     softmax::register(reg);
     index::register(reg);

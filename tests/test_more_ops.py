@@ -398,3 +398,39 @@ def test_linspace_float32_bit_exact(start, end):
         for steps in [8, 23, 61, 257]:
             dev = torch.linspace(start, end, steps, device="tpu").cpu()
             assert torch.equal(dev, torch.linspace(start, end, steps)), steps
+
+
+@pytest.mark.parametrize("density", [False, True], ids=["counts", "density"])
+def test_histogramdd_bin_counts_edges_weights(density):
+    torch.manual_seed(49)
+    x = torch.randn(4, 30, 3)
+    w = torch.rand(4, 30)
+    with no_fallback():
+        check(lambda x: torch.histogramdd(x, [3, 4, 5], density=density), x)
+        check(lambda x: torch.histogramdd(x, 4, range=[-1.0, 1.0, -2.0, 0.5, 0.0, 3.0], density=density), x)
+        check(lambda x, w: torch.histogramdd(x, [2, 3, 2], weight=w, density=density), x, w, atol=1e-5, rtol=1e-5)
+        edges = [torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([-3.0, 3.0]), torch.tensor([-0.5, 0.0, 0.5, 1.0])]
+        check(lambda x, *e: torch.histogramdd(x, list(e), density=density), x, *edges)
+        check(lambda x: aten._histogramdd_bin_edges(x, [2, 3, 4]), x.double())
+
+
+BAD_HISTOGRAMDD = [
+    ("rank", lambda x: torch.histogramdd(x[:, 0], [3])),
+    ("bins len", lambda x: torch.histogramdd(x, [3, 3, 3])),
+    ("bins zero", lambda x: torch.histogramdd(x, [3, 0])),
+    ("range len", lambda x: torch.histogramdd(x, [3, 3], range=[0.0, 1.0])),
+    ("range order", lambda x: torch.histogramdd(x, [3, 3], range=[0.0, 1.0, 2.0, 1.0])),
+    ("edges count", lambda x: torch.histogramdd(x, [x.new_ones(3)])),
+    ("one edge", lambda x: torch.histogramdd(x, [x.new_ones(3), x.new_ones(1)])),
+    ("weight", lambda x: torch.histogramdd(x, [3, 3], weight=x[:9, 0])),
+]
+
+
+@pytest.mark.parametrize("name,fn", BAD_HISTOGRAMDD, ids=[c[0] for c in BAD_HISTOGRAMDD])
+def test_histogramdd_bad_arguments_raise_like_cpu(name, fn):
+    x = torch.randn(10, 2)
+    with pytest.raises(RuntimeError) as cpu:
+        fn(x)
+    with no_fallback(), pytest.raises(RuntimeError) as dev:
+        fn(x.to("tpu"))
+    assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]

@@ -1,5 +1,6 @@
-//! `histogram` with a bin count (`bin_ct`) or bin edges (`bins_tensor`), as ATen's
-//! `histogramdd` kernel computes the 1-d case. With a count, the edges are a linspace over
+//! `histogram` with a bin count (`bin_ct`) or bin edges (`bins_tensor`), and the ops
+//! `histogramdd` is made of (`_histogramdd_bin_edges`, `_histogramdd_from_bin_cts`,
+//! `_histogramdd_from_bin_tensors`), as ATen's `histogramdd` kernel computes them. With a count, the edges are a linspace over
 //! the given range or, without one, over the data's own min and max (found on the device,
 //! no host read), and each element's bin is the CPU's linear interpolation corrected by its
 //! search among the neighbouring edges; with edges, a binary search. The rightmost bin
@@ -91,187 +92,369 @@ fn bins_of(b: &mut Builder, x: &Value, edges: &Value, linear: bool) -> Result<Va
     Ok(b.select(&inside, &pos, &out)?)
 }
 
-/// Counts (or summed weights) per bin, `[bins]`; bin `-1` is dropped by the scatter.
-fn counts(b: &mut Builder, bin: &Value, w: &Value, bins: i64) -> Result<Value> {
-    let n = bin.shape()[0];
-    let at = b.reshape(bin, &[n, 1])?;
-    let zeros = b.splat(Literal::Float(0.0), &TensorType::new(w.dtype(), [bins]));
-    let dims = ScatterDims {
-        update_window_dims: vec![],
-        inserted_window_dims: vec![0],
-        scatter_dims_to_operand_dims: vec![0],
-        index_vector_dim: 1,
+/// How a call gives its bins.
+enum Bins {
+    /// A count per dim and an optional range `[lo0, hi0, lo1, hi1, ...]`: linspace edges.
+    Counts(Vec<i64>, Option<Vec<f64>>),
+    /// Edge tensors: argument `i`, a `Tensor[]` (`histogramdd`) or one tensor (`histogram`).
+    Edges(usize, bool),
+}
+
+/// One call: the input's shape as the kernel sees it (`[n, 1]` for `histogram`, whose
+/// weight is flattened too), its dtype, the bins, and where `weight` is.
+struct Call {
+    shape: Vec<i64>,
+    dtype: DType,
+    bins: Bins,
+    weight: usize,
+    flat: bool,
+}
+
+impl Call {
+    fn dims(&self) -> usize {
+        self.shape.last().copied().unwrap_or(0) as usize
+    }
+
+    fn rows(&self) -> i64 {
+        self.shape[..self.shape.len() - 1].iter().product()
+    }
+}
+
+fn not_float(d: DType) -> Error {
+    Error::NotImplemented(format!(
+        "\"histogramdd\" not implemented for '{}'",
+        torch_name(d)
+    ))
+}
+
+fn bins_positive(counts: impl Iterator<Item = i64>) -> Result<()> {
+    for (d, c) in counts.enumerate() {
+        if c <= 0 {
+            return runtime(format!(
+                "torch.histogram(): bins must be > 0, but got {c} for dimension {d}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// CPU's checks, in its order: bin counts and range, then (`histogramdd_check_inputs`)
+/// edge tensors and weight, then the dtype.
+fn validate(ctx: &Ctx, call: &Call) -> Result<()> {
+    if call.shape.len() < 2 {
+        return runtime("torch.histogramdd: input tensor should have at least 2 dimensions");
+    }
+    let n = call.dims();
+    match &call.bins {
+        Bins::Counts(counts, range) => {
+            if counts.len() != n {
+                return runtime(
+                    "histogramdd: The size of bins must be equal to the innermost dimension of the input.",
+                );
+            }
+            bins_positive(counts.iter().copied())?;
+            if let Some(r) = range {
+                if r.len() != 2 * n {
+                    return runtime(format!(
+                        "torch.histogramdd: for a {n}-dimensional histogram range should have {} elements, but got {}",
+                        2 * n,
+                        r.len()
+                    ));
+                }
+                for d in 0..n {
+                    let (lo, hi) = (r[2 * d], r[2 * d + 1]);
+                    if !(lo.is_finite() && hi.is_finite()) {
+                        return runtime(format!(
+                            "torch.histogramdd: dimension {d}'s range [{}, {}] is not finite",
+                            fmt_edge(lo),
+                            fmt_edge(hi)
+                        ));
+                    }
+                    if lo > hi {
+                        return runtime(format!(
+                            "torch.histogramdd: min should not exceed max, but got min {} max {} for dimension {d}",
+                            fmt_edge(lo),
+                            fmt_edge(hi)
+                        ));
+                    }
+                }
+            } else if call.rows() > 0 && !matches!(call.dtype, DType::F32 | DType::F64) {
+                return Err(not_float(call.dtype));
+            }
+        }
+        Bins::Edges(i, is_list) => {
+            let k = if *is_list { ctx.list_len(*i) } else { 1 };
+            if k != n {
+                return runtime(format!(
+                    "torch.histogramdd: expected {n} sequences of bin edges for a {n}-dimensional histogram but got {k}"
+                ));
+            }
+            for d in 0..n {
+                let et = ctx.meta(*i, is_list.then_some(d))?.ty();
+                if et.dtype != call.dtype {
+                    return runtime(format!(
+                        "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with dtype {} and bins for dimension {d} with dtype {}",
+                        short_name(call.dtype),
+                        short_name(et.dtype)
+                    ));
+                }
+                if et.rank() != 1 {
+                    return runtime(format!(
+                        "torch.histogramdd: bins tensor should have one dimension, but got {} dimensions in the bins tensor for dimension {d}",
+                        et.rank()
+                    ));
+                }
+                if et.numel() == 0 {
+                    return runtime(format!(
+                        "torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements in the bins tensor for dimension {d}"
+                    ));
+                }
+            }
+        }
+    }
+    if ctx.has(call.weight) {
+        let wt = ctx.ty(call.weight)?;
+        if wt.dtype != call.dtype {
+            return runtime(format!(
+                "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same dtype, but got input({}), and weight({})",
+                short_name(call.dtype),
+                short_name(wt.dtype)
+            ));
+        }
+        let wshape = if call.flat {
+            vec![wt.numel()]
+        } else {
+            wt.shape.clone()
+        };
+        if wshape[..] != call.shape[..call.shape.len() - 1] {
+            return runtime(format!(
+                "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor excluding its innermost dimension, but got input with shape {:?} and weight with shape {:?}",
+                call.shape, wshape
+            ));
+        }
+    }
+    if let Bins::Edges(i, is_list) = call.bins {
+        let sizes = (0..n).map(|d| {
+            ctx.meta(i, is_list.then_some(d))
+                .map(|m| m.ty().numel() - 1)
+        });
+        bins_positive(sizes.collect::<Result<Vec<_>>>()?.into_iter())?;
+    }
+    if !matches!(call.dtype, DType::F32 | DType::F64) {
+        return Err(not_float(call.dtype));
+    }
+    Ok(())
+}
+
+/// Every dim's edges: linspaces over the range or over the data's own min and max of that
+/// column (an empty range widened by a half on each side), or the given tensors.
+fn edges(ctx: &mut Ctx, call: &Call, x: &Value) -> Result<Vec<Value>> {
+    let n = call.dims();
+    let d = call.dtype;
+    match &call.bins {
+        Bins::Edges(i, true) => ctx.tensors(*i),
+        Bins::Edges(i, false) => Ok(vec![ctx.tensor(*i)?]),
+        Bins::Counts(counts, range) => {
+            let mut out = Vec::new();
+            for k in 0..n {
+                let (lo, hi) = match range {
+                    Some(r) => (
+                        ctx.b.constant(Literal::Float(r[2 * k]), d),
+                        ctx.b.constant(Literal::Float(r[2 * k + 1]), d),
+                    ),
+                    None => data_range(ctx, x, k)?,
+                };
+                let b = &mut ctx.b;
+                let same = b.compare(CompareDir::Eq, &lo, &hi)?;
+                let half = b.constant(Literal::Float(0.5), d);
+                let lo_w = b.sub(&lo, &half)?;
+                let hi_w = b.add(&hi, &half)?;
+                let lo = b.select(&same, &lo_w, &lo)?;
+                let hi = b.select(&same, &hi_w, &hi)?;
+                out.push(linear_sequence_of(b, &lo, &hi, counts[k] + 1)?);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The histogram of the rows of `x` (`[m, n]`) over `edges`, weighted, as a density if
+/// asked; shape: the bin counts.
+fn hist_of(
+    b: &mut Builder,
+    x: &Value,
+    edges: &[Value],
+    linear: bool,
+    w: Option<Value>,
+    density: bool,
+) -> Result<Value> {
+    let m = x.shape()[0];
+    let d = x.dtype();
+    let counts: Vec<i64> = edges.iter().map(|e| e.shape()[0] - 1).collect();
+    let total: i64 = counts.iter().product();
+    let mut hist = if m == 0 {
+        b.splat(Literal::Float(0.0), &TensorType::new(d, [total]))
+    } else {
+        // Flat bin of each row; a row outside any dim's edges goes to `total`, which the
+        // scatter drops.
+        let mut flat = b.splat(Literal::Int(0), &TensorType::new(DType::I64, [m]));
+        let mut outside = b.splat(Literal::Bool(false), &TensorType::new(DType::Bool, [m]));
+        let mut stride = total;
+        for (k, e) in edges.iter().enumerate() {
+            stride /= counts[k];
+            let col = b.slice_dim(x, 1, k as i64, k as i64 + 1, 1)?;
+            let col = b.reshape(&col, &[m])?;
+            let bin = bins_of(b, &col, e, linear)?;
+            let neg = b.full_like(&bin, Literal::Int(0));
+            let out_k = b.compare(CompareDir::Lt, &bin, &neg)?;
+            outside = b.or(&outside, &out_k)?;
+            let s = b.full_like(&bin, Literal::Int(stride));
+            let t = b.mul(&bin, &s)?;
+            flat = b.add(&flat, &t)?;
+        }
+        let past = b.full_like(&flat, Literal::Int(total));
+        let flat = b.select(&outside, &past, &flat)?;
+        let w = match w {
+            Some(w) => w,
+            None => b.splat(Literal::Float(1.0), &TensorType::new(d, [m])),
+        };
+        let at = b.reshape(&flat, &[m, 1])?;
+        let zeros = b.splat(Literal::Float(0.0), &TensorType::new(d, [total]));
+        let dims = ScatterDims {
+            update_window_dims: vec![],
+            inserted_window_dims: vec![0],
+            scatter_dims_to_operand_dims: vec![0],
+            index_vector_dim: 1,
+        };
+        b.scatter(&zeros, &at, &w, &dims, Some(add_c))
     };
-    Ok(b.scatter(&zeros, &at, w, &dims, Some(add_c)))
+    hist = b.reshape(&hist, &counts)?;
+    if density {
+        let zero = b.constant(Literal::Float(0.0), d);
+        let all: Vec<i64> = (0..counts.len() as i64).collect();
+        let sum = b.reduce(&hist, &zero, &all, add_c);
+        let sum = b.broadcast_in_dim(&sum, &counts, &[])?;
+        hist = b.div(&hist, &sum)?;
+        for (k, e) in edges.iter().enumerate() {
+            let c = counts[k];
+            let hi = b.slice_dim(e, 0, 1, c + 1, 1)?;
+            let lo = b.slice_dim(e, 0, 0, c, 1)?;
+            let len = b.sub(&hi, &lo)?;
+            let len = b.broadcast_in_dim(&len, &counts, &[k as i64])?;
+            hist = b.div(&hist, &len)?;
+        }
+    }
+    Ok(hist)
+}
+
+/// Validates, reads the input as `[rows, dims]` and the weight as `[rows]`, builds the edges
+/// and, when `want_hist`, the histogram.
+fn run(
+    ctx: &mut Ctx,
+    call: &Call,
+    density: bool,
+    want_hist: bool,
+) -> Result<(Option<Value>, Vec<Value>)> {
+    validate(ctx, call)?;
+    let (m, n) = (call.rows(), call.dims() as i64);
+    let x = ctx.tensor(0)?;
+    let x = ctx.b.reshape(&x, &[m, n])?;
+    let w = match ctx.opt_tensor(call.weight)? {
+        Some(w) => Some(ctx.b.reshape(&w, &[m])?),
+        None => None,
+    };
+    let es = edges(ctx, call, &x)?;
+    if !want_hist {
+        return Ok((None, es));
+    }
+    let linear = matches!(call.bins, Bins::Counts(..));
+    let h = hist_of(&mut ctx.b, &x, &es, linear, w, density)?;
+    Ok((Some(h), es))
+}
+
+/// A `float[]?` argument.
+fn opt_floats(ctx: &Ctx, i: usize) -> Result<Option<Vec<f64>>> {
+    Ok(match ctx.arg(i) {
+        Arg::None => None,
+        Arg::FloatList(v) => Some(v.clone()),
+        _ => Some(ctx.int_list(i)?.iter().map(|&v| v as f64).collect()),
+    })
 }
 
 /// `histogram.bin_ct(self, bins, *, range, weight, density)` and
 /// `histogram.bins_tensor(self, bins, *, weight, density)`, with their `out=` forms.
 fn histogram(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let with_count = ctx.overload().starts_with("bin_ct");
-    let (wi, di) = if with_count { (3, 4) } else { (2, 3) };
     let ty = ctx.ty(0)?;
-    let n = ty.numel();
-    let not_float = || {
-        Err(Error::NotImplemented(format!(
-            "\"histogramdd\" not implemented for '{}'",
-            torch_name(ty.dtype)
-        )))
-    };
-    let mut range = None;
-    if with_count {
-        let bins = ctx.int(1)?;
-        if bins <= 0 {
-            return runtime(format!(
-                "torch.histogram(): bins must be > 0, but got {bins} for dimension 0"
-            ));
-        }
-        if ctx.has(2) {
-            let r = match ctx.arg(2) {
-                Arg::FloatList(v) => v.clone(),
-                _ => ctx.int_list(2)?.iter().map(|&v| v as f64).collect(),
-            };
-            if r.len() != 2 {
-                return runtime(format!(
-                    "torch.histogramdd: for a 1-dimensional histogram range should have 2 elements, but got {}",
-                    r.len()
-                ));
-            }
-            range = Some((r[0], r[1]));
-        } else if n > 0 && !matches!(ty.dtype, DType::F32 | DType::F64) {
-            return not_float();
-        }
+    let with_count = ctx.overload().starts_with("bin_ct");
+    let (bins, weight, di) = if with_count {
+        (Bins::Counts(vec![ctx.int(1)?], opt_floats(ctx, 2)?), 3, 4)
     } else {
-        let bt = ctx.ty(1)?;
-        if bt.dtype != ty.dtype {
-            return runtime(format!(
-                "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with dtype {} and bins for dimension 0 with dtype {}",
-                short_name(ty.dtype),
-                short_name(bt.dtype)
-            ));
-        }
-        if bt.rank() != 1 {
-            return runtime(format!(
-                "torch.histogramdd: bins tensor should have one dimension, but got {} dimensions in the bins tensor for dimension 0",
-                bt.rank()
-            ));
-        }
-        if bt.numel() == 0 {
-            return runtime(
-                "torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements in the bins tensor for dimension 0",
-            );
-        }
-        if bt.numel() == 1 {
-            return runtime("torch.histogram(): bins must be > 0, but got 0 for dimension 0");
-        }
-    }
-    if let Some((lo, hi)) = range {
-        if !(lo.is_finite() && hi.is_finite()) {
-            return runtime(format!(
-                "torch.histogramdd: dimension 0's range [{}, {}] is not finite",
-                fmt_edge(lo),
-                fmt_edge(hi)
-            ));
-        }
-        if lo > hi {
-            return runtime(format!(
-                "torch.histogramdd: min should not exceed max, but got min {} max {} for dimension 0",
-                fmt_edge(lo),
-                fmt_edge(hi)
-            ));
-        }
-    }
-    if ctx.has(wi) {
-        let wt = ctx.ty(wi)?;
-        if wt.dtype != ty.dtype {
-            return runtime(format!(
-                "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same dtype, but got input({}), and weight({})",
-                short_name(ty.dtype),
-                short_name(wt.dtype)
-            ));
-        }
-        if wt.numel() != n {
-            return runtime(format!(
-                "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor excluding its innermost dimension, but got input with shape [{n}, 1] and weight with shape [{}]",
-                wt.numel()
-            ));
-        }
-    }
-    if !matches!(ty.dtype, DType::F32 | DType::F64) {
-        return not_float();
-    }
+        (Bins::Edges(1, false), 2, 3)
+    };
+    let call = Call {
+        shape: vec![ty.numel(), 1],
+        dtype: ty.dtype,
+        bins,
+        weight,
+        flat: true,
+    };
     let density = ctx.bool_or(di, false)?;
-    let x = ctx.tensor(0)?;
-    let weight = ctx.opt_tensor(wi)?;
-    let edges = if with_count {
-        let bins = ctx.int(1)?;
-        let (lo, hi) = match range {
-            Some((lo, hi)) => {
-                let lo = ctx.b.constant(Literal::Float(lo), ty.dtype);
-                (lo, ctx.b.constant(Literal::Float(hi), ty.dtype))
-            }
-            None => data_range(ctx, &x, n)?,
-        };
-        let b = &mut ctx.b;
-        // An empty range widens by a half on each side.
-        let same = b.compare(CompareDir::Eq, &lo, &hi)?;
-        let half = b.constant(Literal::Float(0.5), ty.dtype);
-        let lo_w = b.sub(&lo, &half)?;
-        let hi_w = b.add(&hi, &half)?;
-        let lo = b.select(&same, &lo_w, &lo)?;
-        let hi = b.select(&same, &hi_w, &hi)?;
-        linear_sequence_of(b, &lo, &hi, bins + 1)?
-    } else {
-        ctx.tensor(1)?
-    };
-    let b = &mut ctx.b;
-    let m = edges.shape()[0];
-    let x = b.reshape(&x, &[n])?;
-    let w = match weight {
-        Some(w) => b.reshape(&w, &[n])?,
-        None => b.splat(Literal::Float(1.0), &TensorType::new(ty.dtype, [n])),
-    };
-    let mut hist = if n == 0 {
-        b.splat(Literal::Float(0.0), &TensorType::new(ty.dtype, [m - 1]))
-    } else {
-        let bin = bins_of(b, &x, &edges, with_count)?;
-        counts(b, &bin, &w, m - 1)?
-    };
-    if density {
-        let zero = b.constant(Literal::Float(0.0), ty.dtype);
-        let total = b.reduce(&hist, &zero, &[0], add_c);
-        let total = b.broadcast_in_dim(&total, &[m - 1], &[])?;
-        hist = b.div(&hist, &total)?;
-        let hi = b.slice_dim(&edges, 0, 1, m, 1)?;
-        let lo = b.slice_dim(&edges, 0, 0, m - 1, 1)?;
-        let len = b.sub(&hi, &lo)?;
-        hist = b.div(&hist, &len)?;
-    }
-    Ok(vec![Some(hist), Some(edges)])
+    let (h, mut es) = run(ctx, &call, density, true)?;
+    let h = ctx
+        .b
+        .reshape(&h.expect("a histogram"), &[es[0].shape()[0] - 1])?;
+    Ok(vec![Some(h), Some(es.remove(0))])
 }
 
-/// The data's min and max (NaN-propagating), with CPU's check that they are finite as a
+/// `_histogramdd_bin_edges` / `_histogramdd_from_bin_cts(self, bins, *, range, weight,
+/// density)` and `_histogramdd_from_bin_tensors(self, bins, *, weight, density)`.
+fn histogramdd(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let ty = ctx.ty(0)?;
+    let tensors = ctx.name.starts_with("_histogramdd_from_bin_tensors");
+    let (bins, weight, di) = if tensors {
+        (Bins::Edges(1, true), 2, 3)
+    } else {
+        (Bins::Counts(ctx.int_list(1)?, opt_floats(ctx, 2)?), 3, 4)
+    };
+    let call = Call {
+        shape: ty.shape.clone(),
+        dtype: ty.dtype,
+        bins,
+        weight,
+        flat: false,
+    };
+    let density = ctx.bool_or(di, false)?;
+    let only_edges = ctx.name.starts_with("_histogramdd_bin_edges");
+    let (h, es) = run(ctx, &call, density, !only_edges)?;
+    Ok(match h {
+        Some(h) => vec![Some(h)],
+        None => es.into_iter().map(Some).collect(),
+    })
+}
+
+/// Column `k`'s min and max (NaN-propagating), with CPU's check that they are finite as a
 /// device-side check; `(0, 1)` for empty data.
-fn data_range(ctx: &mut Ctx, x: &Value, n: i64) -> Result<(Value, Value)> {
+fn data_range(ctx: &mut Ctx, x: &Value, k: usize) -> Result<(Value, Value)> {
     let d = x.dtype();
+    let m = x.shape()[0];
     let b = &mut ctx.b;
-    if n == 0 {
+    if m == 0 {
         return Ok((
             b.constant(Literal::Float(0.0), d),
             b.constant(Literal::Float(1.0), d),
         ));
     }
-    let flat = b.reshape(x, &[n])?;
+    let col = b.slice_dim(x, 1, k as i64, k as i64 + 1, 1)?;
     let pinf = b.constant(Literal::Float(f64::INFINITY), d);
     let ninf = b.constant(Literal::Float(f64::NEG_INFINITY), d);
-    let lo = b.reduce(&flat, &pinf, &[0], min_c);
-    let hi = b.reduce(&flat, &ninf, &[0], max_c);
+    let lo = b.reduce(&col, &pinf, &[0, 1], min_c);
+    let hi = b.reduce(&col, &ninf, &[0, 1], max_c);
     let (a, c) = (b.is_finite(&lo), b.is_finite(&hi));
     let ok = b.and(&a, &c)?;
     ctx.check_that(
         &ok,
         CheckKind::Runtime,
-        "torch.histogramdd: dimension 0's range is not finite",
+        &format!("torch.histogramdd: dimension {k}'s range is not finite"),
     )?;
     Ok((lo, hi))
 }
@@ -314,6 +497,16 @@ pub(crate) fn register(reg: &mut Registry) {
             "histogram.bins_tensor_out",
         ],
         histogram,
+    );
+    reg.ops(
+        &[
+            "_histogramdd_bin_edges",
+            "_histogramdd_from_bin_cts",
+            "_histogramdd_from_bin_cts.out",
+            "_histogramdd_from_bin_tensors",
+            "_histogramdd_from_bin_tensors.out",
+        ],
+        histogramdd,
     );
 }
 

@@ -165,14 +165,15 @@ def test_matrix_exp_bad_arguments_raise_like_cpu(name, exc, x):
 AA_SIZES = [((9, 13), (4, 5)), ((5, 6), (11, 8)), ((16, 7), (3, 7)), ((8, 8), (1, 1)), ((30, 4), (7, 9))]
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 @pytest.mark.parametrize("align_corners", [False, True], ids=["half_pixel", "corners"])
 @pytest.mark.parametrize("size,out", AA_SIZES, ids=str)
-def test_upsample_bilinear_antialias_with_gradients(size, out, align_corners):
+def test_upsample_antialias_with_gradients(size, out, align_corners, mode):
     torch.manual_seed(44)
     x = torch.randn(2, 3, *size, requires_grad=True)
     with no_fallback():
         check(
-            lambda x: F.interpolate(x, size=out, mode="bilinear", antialias=True, align_corners=align_corners),
+            lambda x: F.interpolate(x, size=out, mode=mode, antialias=True, align_corners=align_corners),
             x,
             grad=True,
             atol=1e-5,
@@ -180,14 +181,15 @@ def test_upsample_bilinear_antialias_with_gradients(size, out, align_corners):
         )
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 @pytest.mark.parametrize("scale", [0.3, 0.5, 1.7, (0.25, 2.5)], ids=str)
-def test_upsample_bilinear_antialias_scale_factors_and_float64(scale):
+def test_upsample_antialias_scale_factors_and_float64(scale, mode):
     x = torch.randn(1, 2, 12, 10, dtype=torch.float64, requires_grad=True)
     with no_fallback():
         for recompute in (False, True):
             check(
                 lambda x: F.interpolate(
-                    x, scale_factor=scale, mode="bilinear", antialias=True, recompute_scale_factor=recompute
+                    x, scale_factor=scale, mode=mode, antialias=True, recompute_scale_factor=recompute
                 ),
                 x,
                 grad=True,
@@ -205,10 +207,13 @@ def test_upsample_bilinear_antialias_ops_direct_inf_and_errors():
         check(lambda x: aten._upsample_bilinear2d_aa.out(x, [4, 4], True, out=x.new_empty(1, 1, 4, 4)), x)
         check(lambda g: aten._upsample_bilinear2d_aa_backward(g, [3, 4], [1, 2, 8, 11], False), g)
         check(lambda g: aten._upsample_bilinear2d_aa_backward(g, [3, 4], [1, 2, 3, 9], True, 0.5, 0.3), g)
+        check(lambda x: aten._upsample_bicubic2d_aa(x, [5, 2], False, None, 0.3), x)
+        check(lambda g: aten._upsample_bicubic2d_aa_backward(g, [3, 4], [1, 2, 8, 11], False), g)
     for fn, exc in [
         (lambda x: aten._upsample_bilinear2d_aa(x, [0, 3], False), RuntimeError),
         (lambda x: aten._upsample_bilinear2d_aa(x[0], [2, 3], False), RuntimeError),
         (lambda x: aten._upsample_bilinear2d_aa(x.half(), [2, 3], False), NotImplementedError),
+        (lambda x: aten._upsample_bicubic2d_aa(x.double().half(), [2, 3], False), NotImplementedError),
     ]:
         with pytest.raises(exc) as cpu:
             fn(x)
@@ -434,3 +439,15 @@ def test_histogramdd_bad_arguments_raise_like_cpu(name, fn):
     with no_fallback(), pytest.raises(RuntimeError) as dev:
         fn(x.to("tpu"))
     assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+# CPU's antialiased vertical pass over a width-1 image repeats the first output row (a CPU
+# bug); the device resizes it as it resizes each column of a wider image.
+@pytest.mark.parametrize("op", [aten._upsample_bilinear2d_aa, aten._upsample_bicubic2d_aa], ids=str)
+def test_upsample_antialias_width_one_matches_wider_images(op):
+    x = torch.randn(1, 2, 9, 1)
+    with no_fallback():
+        one = op(x.to("tpu"), [5, 1], False).cpu()
+        two = op(x.expand(1, 2, 9, 2).contiguous().to("tpu"), [5, 2], False).cpu()
+    torch.testing.assert_close(one[..., 0], two[..., 0])
+    torch.testing.assert_close(two, op(x.expand(1, 2, 9, 2).contiguous(), [5, 2], False))

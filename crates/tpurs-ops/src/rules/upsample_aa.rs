@@ -1,5 +1,6 @@
-//! Antialiased bilinear resizing (`_upsample_bilinear2d_aa`) and its backward. Along each
-//! spatial dim, output `i` reads the source elements `xmin .. xmin + xsize` with triangle
+//! Antialiased bilinear and bicubic resizing (`_upsample_bilinear2d_aa`,
+//! `_upsample_bicubic2d_aa`) and their backwards. Along each spatial dim, output `i` reads
+//! the source elements `xmin .. xmin + xsize` with triangle (or Keys cubic, `a = -0.5`)
 //! filter weights stretched by the scale when downsampling, normalized to sum 1: ATen's
 //! `_compute_indices_min_size_weights_aa`. The tables depend only on sizes and scales, so
 //! they are computed on the host in the input's float type, step for step as the CPU
@@ -26,15 +27,47 @@ struct Window {
     k: usize,
 }
 
-/// ATen's `area_pixel_compute_scale` and `_compute_index_ranges_weights` (antialias) for the
-/// linear filter, with `rnd` rounding to the kernel's `scalar_t` wherever C++ stores one.
+/// ATen's `aa_filter` of the linear (`cubic` false) or cubic interpolation at `x`, in
+/// float32 (`single`) or float64 arithmetic; the cubic polynomials are evaluated with fused
+/// multiply-adds, as the CPU kernel is compiled.
+fn filter(x: f64, cubic: bool, single: bool) -> f64 {
+    let fma = |a: f64, b: f64, c: f64| {
+        if single {
+            (a as f32).mul_add(b as f32, c as f32) as f64
+        } else {
+            a.mul_add(b, c)
+        }
+    };
+    let rnd = |v: f64| if single { v as f32 as f64 } else { v };
+    let x = rnd(x).abs();
+    if !cubic {
+        return if x < 1.0 { rnd(1.0 - x) } else { 0.0 };
+    }
+    let a = -0.5;
+    if x < 1.0 {
+        // ((a + 2) x - (a + 3)) x x + 1
+        let t = fma(a + 2.0, x, -(a + 3.0));
+        fma(rnd(t * x), x, 1.0)
+    } else if x < 2.0 {
+        // ((a x - 5 a) x + 8 a) x - 4 a
+        let t = fma(a, x, -5.0 * a);
+        let t = fma(t, x, 8.0 * a);
+        fma(t, x, -4.0 * a)
+    } else {
+        0.0
+    }
+}
+
+/// ATen's `area_pixel_compute_scale` and `_compute_index_ranges_weights` (antialias), in the
+/// kernel's `scalar_t` (float32 when `single`), rounded wherever C++ stores one.
 fn window(
-    input: i64,
-    output: i64,
+    (input, output): (i64, i64),
     align_corners: bool,
     scale: Option<f64>,
-    rnd: fn(f64) -> f64,
+    cubic: bool,
+    single: bool,
 ) -> Window {
+    let rnd = |v: f64| if single { v as f32 as f64 } else { v };
     let scale = if align_corners {
         if output > 1 {
             rnd((input - 1) as f64 / (output - 1) as f64)
@@ -47,17 +80,14 @@ fn window(
             _ => rnd(input as f64 / output as f64),
         }
     };
-    let support = if scale >= 1.0 { rnd(scale) } else { 1.0 };
+    let half_size = if cubic { 2.0 } else { 1.0 };
+    let support = if scale >= 1.0 {
+        rnd(half_size * scale)
+    } else {
+        half_size
+    };
     let k = support.ceil() as usize * 2 + 1;
     let invscale = if scale >= 1.0 { rnd(1.0 / scale) } else { 1.0 };
-    let filter = |x: f64| {
-        let x = rnd(x).abs();
-        if x < 1.0 {
-            rnd(1.0 - x)
-        } else {
-            0.0
-        }
-    };
     let mut w = Window {
         xmin: Vec::new(),
         xsize: Vec::new(),
@@ -71,7 +101,8 @@ fn window(
         let mut ws = vec![0.0; k];
         let mut total = 0.0;
         for (j, wj) in ws.iter_mut().enumerate().take(xsize as usize) {
-            *wj = filter((rnd(rnd((j as i64 + xmin) as f64) - center) + 0.5) * invscale);
+            let at = (rnd(rnd((j as i64 + xmin) as f64) - center) + 0.5) * invscale;
+            *wj = filter(at, cubic, single);
             total = rnd(total + *wj);
         }
         if total != 0.0 {
@@ -137,10 +168,12 @@ fn resample(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
     Ok(acc.expect("at least one tap"))
 }
 
-/// `_upsample_bilinear2d_aa(self, output_size, align_corners, scales_h, scales_w)` and
-/// its backward `(grad_output, output_size, input_size, align_corners, scales_h, scales_w)`.
+/// `_upsample_{bilinear,bicubic}2d_aa(self, output_size, align_corners, scales_h,
+/// scales_w)` and their backwards `(grad_output, output_size, input_size, align_corners,
+/// scales_h, scales_w)`.
 fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let backward = ctx.name.contains("_backward");
+    let cubic = ctx.name.contains("bicubic");
     let first = if backward { 3 } else { 2 };
     let ty = ctx.ty(0)?;
     let out_size = ctx.int_list(1)?;
@@ -165,12 +198,12 @@ fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
     if ih <= 0 || iw <= 0 || oh <= 0 || ow <= 0 {
         return runtime(format!("Input and output sizes should be greater than 0, but got input (H: {ih}, W: {iw}) output (H: {oh}, W: {ow})"));
     }
-    let rnd: fn(f64) -> f64 = match ty.dtype {
-        DType::F32 => |v| v as f32 as f64,
-        DType::F64 => |v| v,
+    let single = match ty.dtype {
+        DType::F32 => true,
+        DType::F64 => false,
         DType::U8 => {
             return Err(Error::Uncovered(
-                "_upsample_bilinear2d_aa: uint8 images (CPU's int16 weights)".into(),
+                "upsample with antialias: uint8 images (CPU's int16 weights)".into(),
             ))
         }
         d => {
@@ -185,19 +218,14 @@ fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let win = |d: usize| {
-        window(
-            in_size[d],
-            out_size[d - 2],
-            align_corners,
-            scales[d - 2],
-            rnd,
-        )
+        let sizes = (in_size[d], out_size[d - 2]);
+        window(sizes, align_corners, scales[d - 2], cubic, single)
     };
     if backward {
         if ty.shape[2..] != out_size[..] || ty.shape[..2] != in_size[..2] {
             return runtime(format!(
-                "_upsample_bilinear2d_aa_backward: grad_output of shape {:?} for input size {in_size:?} and output size {out_size:?}",
-                ty.shape
+                "{}: grad_output of shape {:?} for input size {in_size:?} and output size {out_size:?}",
+                ctx.name, ty.shape
             ));
         }
         let mut g = x;
@@ -224,6 +252,10 @@ pub(crate) fn register(reg: &mut Registry) {
             "_upsample_bilinear2d_aa.out",
             "_upsample_bilinear2d_aa_backward",
             "_upsample_bilinear2d_aa_backward.grad_input",
+            "_upsample_bicubic2d_aa",
+            "_upsample_bicubic2d_aa.out",
+            "_upsample_bicubic2d_aa_backward",
+            "_upsample_bicubic2d_aa_backward.grad_input",
         ],
         upsample_aa,
     );

@@ -1,14 +1,15 @@
 //! `segment_reduce` over `lengths` or `offsets` and its backward, as the CPU kernels compute
 //! them. Segment bounds stay data: the ends are a scan of the lengths (or the offsets
-//! themselves) on the device, and a `[outer, segment, n]` membership mask turns every
-//! segment reduction into a masked reduce and every spread back into a masked sum, with no
-//! host read.
+//! themselves) on the device, each element's segment is a binary search among the ends,
+//! and a segment reduction is a scatter into `[outer, segment, inner]` (a spread back, a
+//! gather), with no host read.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
-use super::combine::{add_c, max_c, min_c, mul_c, or_c, Combine};
+use super::combine::{add_c, max_c, min_c, mul_c, Combine};
 use super::nn::require_float;
 use super::reduce::scan;
+use super::search::search;
 use super::{one, wrap_dim};
 use crate::checks::CheckKind;
 use crate::ctx::{Ctx, Out};
@@ -41,10 +42,12 @@ fn reduction(s: &str) -> Result<Red> {
     })
 }
 
-/// The segments of a call: the membership mask `[O, S, N]` (element `n` of row `o` lies in
-/// segment `s`) and the lengths `[O, S]`, with `O` the dims before `axis` flattened.
+/// The segments of a call: each element's segment `[O, N]` (`S` outside every segment),
+/// whether it lies in one, and the lengths `[O, S]`, with `O` the dims before `axis`
+/// flattened.
 struct Segments {
-    mask: Value,
+    id: Value,
+    inside: Value,
     lens: Value,
     /// `(O, S, N, I)`: outer, segments, the reduced dim, inner (dims after `axis`).
     dims: (i64, i64, i64, i64),
@@ -119,20 +122,58 @@ fn segments(
         )?;
     }
     let b = &mut ctx.b;
-    let shape = [outer, s, n];
-    let pos = b.iota(&TensorType::new(DType::I64, shape), 2);
-    let lo = b.broadcast_in_dim(&starts, &shape, &[0, 1])?;
-    let hi = b.broadcast_in_dim(&ends, &shape, &[0, 1])?;
-    let ge = b.compare(CompareDir::Ge, &pos, &lo)?;
-    let lt = b.compare(CompareDir::Lt, &pos, &hi)?;
+    // The first segment ending after `n`, if `n` is not before its start.
+    let pos = b.iota(&TensorType::new(DType::I64, [outer, n]), 1);
+    let id = search(b, &ends, &pos, true)?;
+    let count = b.full_like(&id, Literal::Int(s));
+    let in_range = b.compare(CompareDir::Lt, &id, &count)?;
+    let inside = if s == 0 {
+        in_range
+    } else {
+        let start = pick(b, &starts, &id)?;
+        let after = b.compare(CompareDir::Ge, &pos, &start)?;
+        b.and(&in_range, &after)?
+    };
+    let id = b.select(&inside, &id, &count)?;
     Ok(Segments {
-        mask: b.and(&ge, &lt)?,
+        id,
+        inside,
         lens,
         dims: (outer, s, n, inner),
     })
 }
 
+/// `v[o, min(id[o, n], S - 1), ...]` for `v` of shape `[O, S, ...]`: `[O, N, ...]`.
+fn pick(b: &mut Builder, v: &Value, id: &Value) -> Result<Value> {
+    let (o, s, n) = (v.shape()[0], v.shape()[1], id.shape()[1]);
+    let top = b.full_like(id, Literal::Int(s - 1));
+    let id = b.min(id, &top)?;
+    let at = rows_and(b, &id)?;
+    let rest = &v.shape()[2..];
+    let mut slice = vec![1, 1];
+    slice.extend(rest);
+    let mut shape = vec![o, n];
+    shape.extend(rest);
+    let dims = GatherDims {
+        offset_dims: (2..2 + rest.len() as i64).collect(),
+        collapsed_slice_dims: vec![0, 1],
+        start_index_map: vec![0, 1],
+        index_vector_dim: 2,
+        slice_sizes: slice,
+    };
+    Ok(b.gather(v, &at, &dims, &shape))
+}
+
+/// `[O, N, 2]` index pairs `(o, id[o, n])`.
+fn rows_and(b: &mut Builder, id: &Value) -> Result<Value> {
+    let (o, n) = (id.shape()[0], id.shape()[1]);
+    let row = b.iota(&TensorType::new(DType::I64, [o, n, 1]), 0);
+    let id = b.reshape(id, &[o, n, 1])?;
+    Ok(b.concatenate(&[&row, &id], 2)?)
+}
+
 /// Reduces `x` (`[O, N, I]`) over each segment with `f` from `identity`: `[O, S, I]`.
+/// Elements outside every segment carry index `S`, which the scatter drops.
 fn segment_fold(
     b: &mut Builder,
     seg: &Segments,
@@ -140,27 +181,32 @@ fn segment_fold(
     identity: f64,
     f: Combine,
 ) -> Result<Value> {
-    let (o, s, n, i) = seg.dims;
-    let shape = [o, s, n, i];
-    let xb = b.broadcast_in_dim(x, &shape, &[0, 2, 3])?;
-    let m = b.broadcast_in_dim(&seg.mask, &shape, &[0, 1, 2])?;
-    let id = b.full_like(&xb, Literal::Float(identity));
-    let picked = b.select(&m, &xb, &id)?;
-    let init = b.constant(Literal::Float(identity), x.dtype());
-    Ok(b.reduce(&picked, &init, &[2], f))
+    let (o, s, _, i) = seg.dims;
+    let init = b.splat(
+        Literal::Float(identity),
+        &TensorType::new(x.dtype(), [o, s, i]),
+    );
+    let at = rows_and(b, &seg.id)?;
+    let dims = ScatterDims {
+        update_window_dims: vec![2],
+        inserted_window_dims: vec![0, 1],
+        scatter_dims_to_operand_dims: vec![0, 1],
+        index_vector_dim: 2,
+    };
+    Ok(b.scatter(&init, &at, x, &dims, Some(f)))
 }
 
 /// Each element's value of its segment: `v` (`[O, S, I]`) spread to `[O, N, I]`, zero outside
 /// every segment.
 fn spread(b: &mut Builder, seg: &Segments, v: &Value) -> Result<Value> {
     let (o, s, n, i) = seg.dims;
-    let shape = [o, s, n, i];
-    let vb = b.broadcast_in_dim(v, &shape, &[0, 1, 3])?;
-    let m = b.broadcast_in_dim(&seg.mask, &shape, &[0, 1, 2])?;
-    let zero = b.full_like(&vb, Literal::Float(0.0));
-    let picked = b.select(&m, &vb, &zero)?;
-    let init = b.constant(Literal::Float(0.0), v.dtype());
-    Ok(b.reduce(&picked, &init, &[1], add_c))
+    let zero = b.splat(Literal::Float(0.0), &TensorType::new(v.dtype(), [o, n, i]));
+    if s == 0 {
+        return Ok(zero);
+    }
+    let g = pick(b, v, &seg.id)?;
+    let inside = b.broadcast_in_dim(&seg.inside, &[o, n, i], &[0, 1])?;
+    Ok(b.select(&inside, &g, &zero)?)
 }
 
 /// The lengths as `[O, S, I]` values of `dtype`.
@@ -261,11 +307,10 @@ fn segment_reduce_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.reshape(&gi, &ty.shape)?)
 }
 
-/// Whether each element of `x` lies in some segment, as `[O, N, I]` booleans.
-fn inside(b: &mut Builder, seg: &Segments, x: &Value) -> Result<Value> {
-    let t = b.constant(Literal::Bool(false), DType::Bool);
-    let any = b.reduce(&seg.mask, &t, &[1], or_c);
-    Ok(b.broadcast_in_dim(&any, x.shape(), &[0, 1])?)
+/// Whether each element lies in some segment, as `[O, N, I]` booleans.
+fn inside(b: &mut Builder, seg: &Segments) -> Result<Value> {
+    let (o, _, n, i) = seg.dims;
+    Ok(b.broadcast_in_dim(&seg.inside, &[o, n, i], &[0, 1])?)
 }
 
 /// Max / min: the gradient goes to every element equal to the result (or NaN); where
@@ -281,7 +326,7 @@ fn extreme_grad(
     let eq = b.compare(CompareDir::Eq, x, &hit)?;
     let nan = b.compare(CompareDir::Ne, x, x)?;
     let eq = b.or(&eq, &nan)?;
-    let inside = inside(b, seg, x)?;
+    let inside = inside(b, seg)?;
     let eq = b.and(&eq, &inside)?;
     let ones = b.convert(&eq, x.dtype());
     let count = segment_fold(b, seg, &ones, 0.0, add_c)?;
@@ -341,7 +386,7 @@ fn prod_grad(
     let go = spread(b, seg, &go)?;
     let ordinary = b.div(&go, x)?;
     let gi = b.select(&special, &at_special, &ordinary)?;
-    let inside = inside(b, seg, x)?;
+    let inside = inside(b, seg)?;
     Ok(b.select(&inside, &gi, &zero)?)
 }
 

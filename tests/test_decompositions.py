@@ -20,6 +20,44 @@ def test_losses_and_their_gradients():
         check(lambda a, y: F.multilabel_margin_loss(a, y), x.detach(), torch.tensor([[0, 3, -1, 0, 0]] * 6))
 
 
+@pytest.mark.parametrize(
+    ("p", "margin", "weighted", "reduction"),
+    [(1, 1.0, False, "mean"), (2, 0.5, True, "sum"), (1, 2.0, True, "none")],
+)
+def test_multi_margin_loss_gradient(p, margin, weighted, reduction):
+    x = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 4, 2, 1, 3, 0])
+    w = torch.rand(5, dtype=torch.float64) if weighted else None
+    with no_fallback():
+        check(
+            lambda a, t, w: F.multi_margin_loss(a, t, p=p, margin=margin, weight=w, reduction=reduction),
+            x,
+            y,
+            w,
+            grad=True,
+        )
+        check(lambda a, t: F.multi_margin_loss(a, t, p=p), x[0], torch.tensor(3), grad=True)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_margin_loss_gradient(reduction):
+    x = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
+    # Targets end at the first -1; repeated targets count once per slot, as on the CPU.
+    y = torch.tensor(
+        [[0, 3, -1, 0, 0], [1, 1, 2, -1, 4], [4, 3, 2, 1, 0], [-1, 0, 0, 0, 0], [2, -1, 3, 3, 3], [0, 0, -1, 1, 1]]
+    )
+    with no_fallback():
+        check(lambda a, t: F.multilabel_margin_loss(a, t, reduction=reduction), x, y, grad=True)
+        check(lambda a, t: F.multilabel_margin_loss(a, t), x[0], torch.tensor([3, 0, -1, 2, 2]), grad=True)
+
+
+def test_sgn_gradient_of_real_input_is_zeros():
+    # autograd builds it with _efficientzerotensor, which gives plain zeros on the device.
+    x = torch.randn(4, requires_grad=True)
+    with no_fallback():
+        check(lambda a: torch.sgn(a) * 3, x, grad=True)
+
+
 def test_unfold_fold_and_their_gradients():
     x = torch.randn(2, 3, 6, 5, requires_grad=True)
     with no_fallback():

@@ -462,3 +462,34 @@ def test_uint8_masks_warn_like_cpu():
     expected, x_cpu = warnings_of("cpu")
     assert got == expected and len(got) == 3
     torch.testing.assert_close(x, x_cpu)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: torch.zeros(5, device=d).scatter_add(
+            0, torch.zeros(2, 0, dtype=torch.uint8, device=d), torch.ones(2, 0, device=d)
+        ),
+        lambda d: torch.zeros(5, device=d).scatter(0, torch.zeros(0, dtype=torch.int64, device=d), 3.0),
+        lambda d: torch.zeros(5, device=d).gather(0, torch.zeros(2, 0, dtype=torch.uint8, device=d)),
+    ],
+)
+def test_an_empty_index_of_any_dtype_or_rank_is_accepted(call):
+    # CPU checks neither the dtype nor the shape of an empty index.
+    with no_fallback():
+        torch.testing.assert_close(call("tpu").cpu(), call("cpu"))
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add", "scatter_reduce"])
+def test_scatter_src_dtype_error_names_scatter(op):
+    def call(d):
+        x, i, s = torch.zeros(5, device=d), torch.tensor([1], device=d), torch.ones(1, dtype=torch.float64, device=d)
+        return getattr(x, op)(0, i, s, "sum") if op == "scatter_reduce" else getattr(x, op)(0, i, s)
+
+    with pytest.raises(RuntimeError, match=r"^scatter\(\): Expected self.dtype to be equal to src.dtype"):
+        call("cpu")
+    with (
+        no_fallback(),
+        pytest.raises(RuntimeError, match=r"^scatter\(\): Expected self.dtype to be equal to src.dtype"),
+    ):
+        call("tpu")

@@ -127,9 +127,17 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
-// The one stream frees nothing early, so there is no use to record (CUDA's allocator needs it).
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // The one stream frees nothing early, so there is no use to record (CUDA's allocator needs it).
   m.impl("record_stream", [](at::Tensor& /*self*/, c10::Stream /*stream*/) {});
+  // Autograd's zeros (sgn, ...): plain zeros on the device, without the CPU's storage-free
+  // ZeroTensor key.
+  m.impl("_efficientzerotensor", [](c10::SymIntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                    std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                                    std::optional<bool> /*pin_memory*/) {
+    auto where = device.value_or(c10::Device(c10::DeviceType::PrivateUse1, current_device));
+    return at::zeros_symint(size, at::TensorOptions().dtype(dtype).layout(layout).device(where));
+  });
 }
 
 // Called for every allocation (event 1) and free (event 0) while torch.tpu.memory records

@@ -161,6 +161,16 @@ fn index_arg(ctx: &mut Ctx, i: usize, op: &str, allow_int: bool) -> Result<Value
     Ok(ctx.b.convert(&v, DType::I64))
 }
 
+/// [`index_arg`] for gather and scatter, which accept an empty index of any dtype (CPU's
+/// dtype check looks at non-empty indices only).
+fn scatter_index_arg(ctx: &mut Ctx, i: usize, op: &str) -> Result<Value> {
+    if ctx.ty(i)?.numel() == 0 {
+        let v = ctx.tensor(i)?;
+        return Ok(ctx.b.convert(&v, DType::I64));
+    }
+    index_arg(ctx, i, op, true)
+}
+
 /// `index_select(self, dim, index)`.
 fn index_select(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
@@ -284,9 +294,18 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let op = base.trim_end_matches('_');
     let x = ctx.tensor(0)?;
     let dim = wrap_dim(ctx.int(1)?, x.rank())?;
-    let idx = index_arg(ctx, 2, op, true)?;
-    check_along(ctx, &idx, x.shape(), dim)?;
+    let idx = scatter_index_arg(ctx, 2, op)?;
     let src_is_tensor = matches!(ctx.arg(3), Arg::Tensor(_));
+    let src_dtype_differs = src_is_tensor && ctx.ty(3)?.dtype != x.dtype();
+    if src_dtype_differs {
+        // CPU names `scatter` here for every scatter form.
+        return runtime("scatter(): Expected self.dtype to be equal to src.dtype");
+    }
+    // CPU checks no shapes for an empty index, and writes nothing.
+    if idx.ty.numel() == 0 {
+        return one(x);
+    }
+    check_along(ctx, &idx, x.shape(), dim)?;
     let src_shape = if src_is_tensor {
         Some(ctx.ty(3)?.shape)
     } else {
@@ -300,12 +319,6 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
         _ => (None, true),
     };
     let src = if src_is_tensor {
-        let sd = ctx.ty(3)?.dtype;
-        if sd != x.dtype() {
-            return runtime(format!(
-                "{op}(): Expected self.dtype to be equal to src.dtype"
-            ));
-        }
         let s = ctx.tensor(3)?;
         let s = at_least_1d(&mut ctx.b, &s)?;
         let i1 = at_least_1d(&mut ctx.b, &idx)?;
@@ -322,9 +335,6 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
         };
         ctx.b.broadcast_to(&v, &shape)?
     };
-    if idx.ty.numel() == 0 {
-        return one(x);
-    }
     let x1 = at_least_1d(&mut ctx.b, &x)?;
     let i1 = at_least_1d(&mut ctx.b, &idx)?;
     let c = coords(&mut ctx.b, &i1, dim)?;

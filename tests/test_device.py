@@ -299,9 +299,9 @@ def test_fallback_error_mode_names_the_op():
         "import torch\n"
         "x = torch.ones(4, device='tpu')\n"
         "try:\n"
-        "    torch.linalg.matrix_exp(x.reshape(2, 2) / 2)\n"
+        "    torch.linalg.ldl_factor(torch.eye(2, device='tpu') + x.reshape(2, 2))\n"
         "except NotImplementedError as e:\n"
-        "    print('NIE', 'linalg_matrix_exp' in str(e))\n"
+        "    print('NIE', 'linalg_ldl_factor_ex' in str(e))\n"
         "print(((x + 1) * 2).sum().item() is not None)\n"
     )
     r = run_python(code, TPURS_FALLBACK="error")
@@ -310,15 +310,17 @@ def test_fallback_error_mode_names_the_op():
 
 
 def test_fallback_runs_on_cpu_with_one_warning_and_counter():
-    # linalg.matrix_exp has no tpu lowering (change the op when it gets one): it must run on
+    # linalg.ldl_factor has no tpu lowering (change the op when it gets one): it must run on
     # the CPU, counted.
-    x = torch.rand(3, 3) * 0.9 + 0.05
-    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "matrix_exp" in k)
-    r = torch.linalg.matrix_exp(x)
-    d = torch.linalg.matrix_exp(x.to("tpu"))
-    assert d.device.type == "tpu"
-    torch.testing.assert_close(d.cpu(), r)
-    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "matrix_exp" in k) > before
+    a = torch.rand(3, 3)
+    x = a @ a.T + torch.eye(3)
+    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ldl_factor" in k)
+    r = torch.linalg.ldl_factor(x)
+    d = torch.linalg.ldl_factor(x.to("tpu"))
+    assert d.LD.device.type == "tpu"
+    torch.testing.assert_close(d.LD.cpu(), r.LD)
+    torch.testing.assert_close(d.pivots.cpu(), r.pivots)
+    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ldl_factor" in k) > before
 
 
 def test_missing_plugin_leaves_torch_working_and_says_why():

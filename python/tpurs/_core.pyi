@@ -28,6 +28,12 @@ def register_graph(
     default_dtype: int,
     precision: str,
 ) -> tuple[int, str]: ...
+def register_stablehlo(
+    callee: str,
+    text: str,
+    params: list[tuple[int, list[int]]],
+    results: list[tuple[int, list[int]]],
+) -> int: ...
 def collective(
     kind: str,
     reduce: str,

@@ -21,18 +21,17 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-CONFTEST = r"""
-# Written by tpurs tools/transformers_tests.py: shims, sampling, time limit, log.
-import json, os, signal, zlib
+import harness
 
-import pytest
+CONFTEST = (
+    r"""
+# Written by tpurs tools/transformers_tests.py: shims, then tools/harness.py's sampling,
+# limits and log.
 import transformers.testing_utils as testing_utils
 
 # Model testers newer than 5.15 read these defaults from testing_utils; 5.25.0 dropped them.
@@ -47,67 +46,9 @@ if not hasattr(testing_utils, "_TEXT_MODEL_TESTER_DEFAULTS"):
         num_experts_per_tok=2, num_experts=8,
     )
 
-SAMPLE = int(os.environ.get("TPURS_TEST_SAMPLE", "1"))
-LIMIT = int(os.environ.get("TPURS_TEST_TIMEOUT", "60"))
-LOG = os.environ.get("TPURS_TEST_LOG")
-DONE = set()
-if LOG and os.path.exists(LOG):
-    DONE = {json.loads(line)["id"] for line in open(LOG) if line.strip()}
-
-
-def pytest_collection_modifyitems(config, items):
-    keep = [
-        i for i in items
-        if zlib.crc32(i.nodeid.encode()) % SAMPLE == 0 and i.nodeid not in DONE
-    ]
-    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-    items[:] = keep
-
-
-class TestTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise TestTimeout(f"test ran over {LIMIT} s")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    if LOG:
-        with open(LOG + ".start", "w") as f:
-            f.write(item.nodeid)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(LIMIT)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-_outcome = {}
-
-
-def pytest_runtest_logreport(report):
-    msg = ""
-    if report.failed:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        msg = crash.message if crash else str(report.longrepr)
-        msg = msg.strip().split("\n")[0][:300]
-        state = "failed" if report.when == "call" else "error"
-        if "TestTimeout" in msg or "ran over" in msg:
-            state = "timeout"
-        _outcome.setdefault(report.nodeid, (state, msg))
-    elif report.skipped:
-        _outcome.setdefault(report.nodeid, ("skipped", ""))
-    elif report.when == "call":
-        _outcome.setdefault(report.nodeid, ("passed", ""))
-    if report.when == "teardown" and LOG:
-        state, msg = _outcome.pop(report.nodeid, ("passed", ""))
-        with open(LOG, "a") as f:
-            f.write(json.dumps(dict(id=report.nodeid, outcome=state, msg=msg)) + "\n")
 """
+    + harness.CONFTEST
+)
 
 # Read by transformers.testing_utils (TRANSFORMERS_TEST_DEVICE_SPEC). DEVICE_NAME must be "tpu":
 # test_modeling_common looks up eager/sdpa tolerances by device and maps "tpu" to the cuda rows.
@@ -130,46 +71,6 @@ DEVICES = {
         "TPURS_FALLBACK": "error",
     },
 }
-
-
-def run_file(testdir: Path, path: str, device: str, args, log: Path) -> None:
-    """Runs one test file until every sampled test is logged (restarting after aborts)."""
-    log.unlink(missing_ok=True)
-    start_file = Path(str(log) + ".start")
-    env = dict(os.environ, **DEVICES[device])
-    env.update(
-        TPURS_TEST_SAMPLE=str(args.sample),
-        TPURS_TEST_TIMEOUT=str(args.timeout),
-        TPURS_TEST_LOG=str(log),
-    )
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path, "--tb=no", "-rN"]
-    deadline = time.monotonic() + args.wall
-    while time.monotonic() < deadline:
-        start_file.unlink(missing_ok=True)
-        try:
-            rc = subprocess.run(
-                cmd,
-                check=False,
-                cwd=testdir,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=max(1, deadline - time.monotonic()),
-            ).returncode
-        except subprocess.TimeoutExpired:
-            rc = "wall"
-        done = {json.loads(line)["id"] for line in log.open()} if log.exists() else set()
-        last = start_file.read_text() if start_file.exists() else None
-        if last is None or last in done:
-            if rc == "wall":
-                print(f"  {path} [{device}]: stopped at the wall limit", file=sys.stderr)
-            return  # finished (or never started a test: collection error)
-        state = "timeout" if rc == "wall" else "crashed"
-        with log.open("a") as f:
-            f.write(json.dumps({"id": last, "outcome": state, "msg": f"process ended, rc={rc}"}) + "\n")
-        print(f"  {path} [{device}]: {state} in {last} (rc={rc})", file=sys.stderr)
-        if rc == "wall":
-            return
 
 
 def cause(msg: str, outcome: str) -> str:
@@ -209,7 +110,7 @@ def main() -> None:
             log = args.testdir / f".{model}.{device}.log.jsonl"
             t0 = time.monotonic()
             if not args.report:
-                run_file(args.testdir, path, device, args, log)
+                harness.run_file(args.testdir, path, DEVICES[device], args.sample, args.timeout, args.wall, log)
             entries = [json.loads(line) for line in log.open()] if log.exists() else []
             per_device[device] = {e["id"]: e for e in entries}
             print(f"  {model} [{device}]: {len(entries)} tests, {time.monotonic() - t0:.0f} s", file=sys.stderr)

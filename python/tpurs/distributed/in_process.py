@@ -15,6 +15,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from .. import _core
+from .._dtypes import DTYPE_CODES
 
 _session = threading.local()
 _lock = threading.Lock()
@@ -166,18 +167,8 @@ def _scalar_type(dtype: torch.dtype) -> int:
     return _CODES[dtype]
 
 
-_CODES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int16: 2,
-    torch.int32: 3,
-    torch.int64: 4,
-    torch.float16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.bool: 11,
-    torch.bfloat16: 15,
-}
+# Collectives run on the runtime's dtypes but the wide unsigned ones.
+_CODES = {d: c for d, c in DTYPE_CODES.items() if d not in (torch.uint16, torch.uint32, torch.uint64)}
 
 
 class Transport:

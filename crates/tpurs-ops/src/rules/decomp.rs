@@ -131,7 +131,7 @@ fn reflector_product(b: &mut Builder, input: &Value, tau: &Value, cols: i64) -> 
 }
 
 /// Checks `tau` against `input` as `op` does on the CPU: one dim fewer, the same batch dims,
-/// at most `input.shape[-1]` scales, the same dtype.
+/// the same dtype (each caller checks the number of scales in its own words).
 fn check_tau(op: &str, input: &TensorType, tau: &TensorType) -> Result<()> {
     let r = input.rank();
     if tau.rank() + 1 != r {

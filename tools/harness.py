@@ -15,11 +15,14 @@ from pathlib import Path
 
 # Appended to each tool's own conftest shims; its settings come from TPURS_TEST_* variables.
 CONFTEST = r"""
-import json, os, signal, zlib
+import json, os, re, signal, zlib
 
 import pytest
 
 SAMPLE = int(os.environ.get("TPURS_TEST_SAMPLE", "1"))
+# A CPU control run of PyTorch's device tests samples by the tpu test's id, so that both runs
+# keep the same tests.
+AS_TPU = os.environ.get("TPURS_TEST_SAMPLE_AS_TPU") == "1"
 LIMIT = int(os.environ.get("TPURS_TEST_TIMEOUT", "60"))
 LOG = os.environ.get("TPURS_TEST_LOG")
 DONE = set()
@@ -33,10 +36,24 @@ def _log(**entry):
             f.write(json.dumps(entry) + "\n")
 
 
+# `f.py::TestXCPU::test_y_cpu_float32` -> `f.py::TestXPRIVATEUSE1::test_y_tpu_float32`
+def as_tpu(nodeid):
+    path, cls, name = nodeid.split("::", 2)
+    cls = re.sub(r"CPU$", "PRIVATEUSE1", cls)
+    cut = [m.start() for m in re.finditer(r"_cpu(?=_|$)", name)]
+    if cut:
+        name = name[: cut[-1]] + "_tpu" + name[cut[-1] + 4 :]
+    return f"{path}::{cls}::{name}"
+
+
+def sample_key(nodeid):
+    return as_tpu(nodeid) if AS_TPU and nodeid.count("::") >= 2 else nodeid
+
+
 def pytest_collection_modifyitems(config, items):
     keep = [
         i for i in items
-        if zlib.crc32(i.nodeid.encode()) % SAMPLE == 0 and i.nodeid not in DONE
+        if zlib.crc32(sample_key(i.nodeid).encode()) % SAMPLE == 0 and sample_key(i.nodeid) not in DONE
     ]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
@@ -54,7 +71,7 @@ def _alarm(signum, frame):
 def pytest_runtest_protocol(item, nextitem):
     if LOG:
         with open(LOG + ".start", "w") as f:
-            f.write(item.nodeid)
+            f.write(sample_key(item.nodeid))
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(LIMIT)
     try:
@@ -83,7 +100,7 @@ def pytest_runtest_logreport(report):
         _outcome.setdefault(report.nodeid, ("passed", ""))
     if report.when == "teardown":
         state, msg = _outcome.pop(report.nodeid, ("passed", ""))
-        _log(id=report.nodeid, outcome=state, msg=msg)
+        _log(id=sample_key(report.nodeid), outcome=state, msg=msg)
 """
 
 

@@ -8,6 +8,10 @@ stable sample of the tests (1 in N by a hash of the test id), puts a time limit 
 (SIGALRM), and logs each test's start and outcome; when a test aborts the process, the file is
 run again without the tests already done and the aborting test counts as "crashed".
 
+With `--control` each file also runs on the CPU (tpurs not loaded), on the same sample: a test
+that fails on CPU PyTorch too (the files are older than the installed torch) is drift, not a tpu
+failure, and the last columns count, of the tests that pass on cpu, those that pass on tpu.
+
     .venv/bin/python tools/pytorch_tests.py /tmp/pytorch-tests \
         test_view_ops test_unary_ufuncs:20 --out /tmp/pytorch-tests/results.json
 
@@ -49,18 +53,38 @@ if not hasattr(common_nn, "new_module_tests"):
 STATES = ("passed", "failed", "error", "timeout", "crashed", "skipped")
 
 
-def summarize(entries: list[dict]) -> dict:
+def rate(passed: int, ran: int) -> float:
+    return passed / ran if ran else 0.0
+
+
+def summarize(entries: list[dict], control: dict[str, str] | None) -> dict:
     counts = collections.Counter(e["outcome"] for e in entries)
     real = collections.Counter(e["outcome"] for e in entries if "complex" not in e["id"])
     ran = sum(counts[s] for s in STATES if s != "skipped")
     ran_real = sum(real[s] for s in STATES if s != "skipped")
-    return dict(
+    out = dict(
         counts={s: counts[s] for s in STATES},
         ran=ran,
-        pass_rate=counts["passed"] / ran if ran else 0.0,
+        pass_rate=rate(counts["passed"], ran),
         ran_no_complex=ran_real,
-        pass_rate_no_complex=real["passed"] / ran_real if ran_real else 0.0,
+        pass_rate_no_complex=rate(real["passed"], ran_real),
     )
+    if control is not None:
+        # Tests that pass on cpu; tests instantiated for tpu only (no cpu twin) are counted
+        # with them when they ran.
+        base = [e for e in entries if control.get(e["id"], "passed") == "passed" and e["outcome"] != "skipped"]
+        base_real = [e for e in base if "complex" not in e["id"]]
+        out.update(
+            cpu_passed=len(base),
+            vs_cpu=rate(sum(e["outcome"] == "passed" for e in base), len(base)),
+            vs_cpu_no_complex=rate(sum(e["outcome"] == "passed" for e in base_real), len(base_real)),
+            drift=sorted(e["id"] for e in entries if control.get(e["id"], "passed") not in ("passed", "skipped")),
+        )
+    return out
+
+
+def read_log(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.open()] if log.exists() else []
 
 
 def main() -> None:
@@ -71,13 +95,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=int, default=60, help="seconds per test")
     ap.add_argument("--wall", type=int, default=600, help="seconds per file")
     ap.add_argument("--out", type=Path, help="write every test's outcome and message as JSON")
+    ap.add_argument("--control", action="store_true", help="also run each file on cpu; compare")
     args = ap.parse_args()
 
     (args.testdir / "conftest.py").write_text(CONFTEST)
     results = {}
     header = "| file | sample | run | passed | failed | error | timeout | crashed | skipped |"
     header += " pass rate | pass rate w/o complex |"
-    rows = [header, "|" + "---|" * 11]
+    if args.control:
+        header += " pass on cpu | of those, pass on tpu | same, w/o complex |"
+    rows = [header, "|" + "---|" * header.count(" |")]
     for spec in args.files:
         name, _, n = spec.removesuffix(".py").partition(":")
         sample = int(n or args.sample)
@@ -85,13 +112,22 @@ def main() -> None:
         t0 = time.monotonic()
         env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1", "TPURS_FALLBACK": "error"}
         harness.run_file(args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, log)
-        entries = [json.loads(line) for line in log.open()] if log.exists() else []
-        s = summarize(entries)
+        entries = read_log(log)
+        control = None
+        if args.control:
+            cpu_log = args.testdir / f".{name}.cpu.log.jsonl"
+            env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+            env["TPURS_TEST_SAMPLE_AS_TPU"] = "1"
+            harness.run_file(args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, cpu_log)
+            control = {e["id"]: e["outcome"] for e in read_log(cpu_log)}
+        s = summarize(entries, control)
         s.update(sample=sample, seconds=round(time.monotonic() - t0), tests=entries)
         results[name] = s
         c = s["counts"]
         row = f"| {name} | 1/{sample} | {s['ran']} | " + " | ".join(str(c[k]) for k in STATES)
         row += f" | {s['pass_rate']:.1%} | {s['pass_rate_no_complex']:.1%} |"
+        if control is not None:
+            row += f" {s['cpu_passed']} | {s['vs_cpu']:.1%} | {s['vs_cpu_no_complex']:.1%} |"
         rows.append(row)
         print(f"{row}  ({s['seconds']} s)", file=sys.stderr)
         if args.out:

@@ -27,6 +27,7 @@ mod complex;
 mod complex_math;
 mod conv;
 mod conv_patches;
+mod ctc;
 mod decomp;
 mod distance;
 mod elementwise;
@@ -88,6 +89,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     nn::register(reg);
     attention::register(reg);
     losses::register(reg);
+    ctc::register(reg);
     flat_index::register(reg);
     float_bits::register(reg);
     embedding_bag::register(reg);

@@ -338,3 +338,29 @@ def test_transcendental_with_special_values(dtype):
         )
     # abs's gradient is sgn; sqrt's divides by the root.
     check(lambda x: x.sqrt().abs(), c.requires_grad_(), grad=True, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_log1p_and_logaddexp(dtype):
+    # log1p is CPU's Kahan form: z where 1 + z rounds to 1, else log(1 + z) corrected by
+    # z / ((1 + z) - 1). XLA folded that `(1 + z) - 1` back into z, and its complex log
+    # lost log|1 + 1e-8j| (5e-17, not 0) and gave log(1 + nan j) a real part of 0.35.
+    # logaddexp orders by real part and treats equal infinite real parts apart. Parts are
+    # compared one by one (a NaN part must be NaN on both devices).
+    tol = dict(atol=1e-6, rtol=1e-5) if dtype == torch.complex64 else dict(atol=1e-14, rtol=1e-12)
+    inf, nan = float("inf"), float("nan")
+    parts = (0.0, -0.0, 1e-30, 1e-8, -0.3, -1.0, 0.6, 2.5, 1e30, inf, -inf, nan)
+    special = torch.tensor([complex(a, b) for a in parts for b in parts], dtype=dtype)
+    pair_parts = [complex(a, b) for a in (0.0, -1.0, 2.5, 1e30, inf, -inf, nan) for b in (0.0, 1.0, inf, nan)]
+    x = torch.tensor([p for p in pair_parts for _ in pair_parts], dtype=dtype)
+    y = torch.tensor([q for _ in pair_parts for q in pair_parts], dtype=dtype)
+    c = CPLX.to(dtype)
+    with no_fallback():
+        for op in (torch.log1p, torch.log, torch.exp):
+            check(lambda z: torch.view_as_real(op(z)), special, **tol)
+        check(lambda a, b: torch.view_as_real(torch.logaddexp(a, b)), x, y, **tol)
+        check(lambda a, b: torch.logaddexp(a, b), c.requires_grad_(), c.flip(0) * 2, grad=True, atol=1e-5, rtol=1e-4)
+        check(torch.log1p, c.detach().requires_grad_(), grad=True, atol=1e-5, rtol=1e-4)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(NotImplementedError, match='"logaddexp2_cpu" not implemented for'):
+            torch.logaddexp2(c.detach().to(device), c.detach().to(device))

@@ -448,6 +448,12 @@ impl Builder {
         self.emit1("stablehlo.reverse", &[x], &attrs, x.ty.clone())
     }
 
+    /// `x` unchanged but opaque to XLA's simplifier, which otherwise folds `(x + c) - c`
+    /// back into `x` where the rounding of `x + c` is the point.
+    pub fn barrier(&mut self, x: &Value) -> Value {
+        self.emit1("stablehlo.optimization_barrier", &[x], "", x.ty.clone())
+    }
+
     /// Indices 0, 1, ... along `dim` of a tensor of type `ty`.
     pub fn iota(&mut self, ty: &TensorType, dim: usize) -> Value {
         let attrs = format!("iota_dimension = {dim} : i64");

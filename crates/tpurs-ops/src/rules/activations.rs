@@ -5,12 +5,13 @@
 
 use tpurs_hlo::{Builder, CompareDir, TensorType, Value};
 
+use super::complex_math::logaddexp_of;
 use super::nn::{grad_pair, require_float, scalar_like, widen};
 use super::random::uniform_of;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::{opmath, torch_name};
-use crate::error::{runtime, Result};
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// Applies `f` to argument 0 widened to its opmath type, converting back to its dtype.
@@ -368,6 +369,15 @@ fn logaddexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let base2 = ctx.name.starts_with("logaddexp2");
     let (d, x, y) = float_pair(ctx)?;
     let b = &mut ctx.b;
+    if d.is_complex() {
+        if base2 {
+            return Err(Error::NotImplemented(format!(
+                "\"logaddexp2_cpu\" not implemented for '{}'",
+                torch_name(d)
+            )));
+        }
+        return one(logaddexp_of(b, &x, &y)?);
+    }
     let m = b.max(&x, &y)?;
     let diff = b.sub(&x, &y)?;
     let diff = b.abs(&diff);
@@ -568,7 +578,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["logaddexp", "logaddexp.out", "logaddexp2", "logaddexp2.out"],
         logaddexp,
-    );
+    )
+    .complex();
     reg.ops(
         &[
             "rsub.Tensor",

@@ -210,7 +210,7 @@ pub(crate) fn scale(b: &mut Builder, x: &Value, c: f64) -> Result<Value> {
 }
 
 /// `exp(x)`; for complex `x` with a real part of -inf and an infinite or NaN imaginary
-/// part, 0 as CPU PyTorch gives (XLA gives NaN).
+/// part, 0 as CPU PyTorch gives, and `(inf, NaN)` for a real part of +inf (XLA gives NaN).
 pub(crate) fn exp_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let e = b.exp(x);
     if !x.dtype().is_complex() {
@@ -223,7 +223,13 @@ pub(crate) fn exp_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let im_bad = b.not(&im_finite);
     let zero_case = b.and(&re_ninf, &im_bad)?;
     let zero = b.full_like(&e, Literal::Float(0.0));
-    Ok(b.select(&zero_case, &zero, &e)?)
+    let e = b.select(&zero_case, &zero, &e)?;
+    // A real part of +inf with such an imaginary part: (inf, NaN) (XLA gives NaN for both).
+    let inf = b.full_like(&re, Literal::Float(f64::INFINITY));
+    let re_inf = b.compare(CompareDir::Eq, &re, &inf)?;
+    let inf_case = b.and(&re_inf, &im_bad)?;
+    let inf_nan = b.full_like(&e, Literal::Complex(f64::INFINITY, f64::NAN));
+    Ok(b.select(&inf_case, &inf_nan, &e)?)
 }
 
 /// The conjugate of `x` (a real tensor is its own conjugate).

@@ -5,7 +5,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, Literal, Value};
 
-use super::complex::{magnitude, scale};
+use super::complex::{exp_of, magnitude, scale};
 use super::float_bits::{sign_bit, with_sign_of};
 use super::full;
 use crate::error::Result;
@@ -141,6 +141,98 @@ pub(crate) fn expm1_of(b: &mut Builder, z: &Value) -> Result<Value> {
     let s = b.sin(&y);
     let im = b.mul(&e, &s)?;
     Ok(b.complex(&re, &im)?)
+}
+
+/// `log(z)`; for complex `z` C99's `clog`: `log|z| + i arg(z)` with `|z|` infinite when a
+/// part is infinite, else NaN when a part is NaN (XLA's own complex log drops a NaN
+/// imaginary part from the magnitude: `log(1 + nan i)` had a real part of 0.35), and
+/// accurate near the unit circle as glibc's is.
+pub(crate) fn log_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    if !z.dtype().is_complex() {
+        return Ok(b.log(z));
+    }
+    let r = magnitude(b, z)?;
+    let far = b.log(&r);
+    // Near the unit circle, `log|z|` as `log1p(x^2 + y^2 - 1) / 2` with `x^2 - 1` formed as
+    // `(x - 1)(x + 1)`: `log(hypot)` loses it there (`log|1 + 1e-8 i|` is 5e-17, not 0).
+    let (x, y) = (b.real(z), b.imag(z));
+    let one = full(b, &x, 1.0);
+    let (xm, xp) = (b.sub(&x, &one)?, b.add(&x, &one)?);
+    let x2m1 = b.mul(&xm, &xp)?;
+    let y2 = b.mul(&y, &y)?;
+    let d = b.add(&x2m1, &y2)?;
+    let l = b.log1p(&d);
+    let half = full(b, &x, 0.5);
+    let near_v = b.mul(&l, &half)?;
+    let two = full(b, &x, 2.0);
+    let above = b.compare(CompareDir::Ge, &r, &half)?;
+    let below = b.compare(CompareDir::Le, &r, &two)?;
+    let near = b.and(&above, &below)?;
+    let re = b.select(&near, &near_v, &far)?;
+    let im = b.atan2(&y, &x)?;
+    Ok(b.complex(&re, &im)?)
+}
+
+/// Complex `log1p` as CPU computes it (Kahan's trick): with `u = 1 + z`, `z` where `u`
+/// rounds to 1, `log(u)` where `u - 1` is exactly `z`, else `log(u) z / (u - 1)`, which
+/// corrects the rounding of `u`. Only the real part of `u` rounds.
+pub(crate) fn log1p_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    let (x, y) = (b.real(z), b.imag(z));
+    let one = full(b, &x, 1.0);
+    let ux = b.add(&x, &one)?;
+    let ux = b.barrier(&ux);
+    let u = b.complex(&ux, &y)?;
+    let log_u = log_of(b, &u)?;
+    let dx = b.sub(&ux, &one)?;
+    let rounded = b.complex(&dx, &y)?;
+    let ratio = b.div(z, &rounded)?;
+    let corrected = b.mul(&log_u, &ratio)?;
+    // `u - 1 == z` as complex numbers: a NaN imaginary part compares unequal.
+    let exact = b.compare(CompareDir::Eq, &dx, &x)?;
+    let y_number = b.compare(CompareDir::Eq, &y, &y)?;
+    let exact = b.and(&exact, &y_number)?;
+    let r = b.select(&exact, &log_u, &corrected)?;
+    let zero = full(b, &x, 0.0);
+    let real_one = b.compare(CompareDir::Eq, &ux, &one)?;
+    let no_imag = b.compare(CompareDir::Eq, &y, &zero)?;
+    let unit = b.and(&real_one, &no_imag)?;
+    Ok(b.select(&unit, z, &r)?)
+}
+
+/// Complex `logaddexp(x, y)` as CPU computes it: with `min` and `max` the operands ordered
+/// by real part (a NaN operand taking both places), `log1p(exp(min - max)) + max`; NaN
+/// (both parts) for a NaN; `min` when both real parts are -inf and
+/// `log(exp(min) + exp(max))` when both are +inf.
+pub(crate) fn logaddexp_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    let (xr, yr) = (b.real(x), b.real(y));
+    let x_nan = b.compare(CompareDir::Ne, x, x)?;
+    let y_nan = b.compare(CompareDir::Ne, y, y)?;
+    let x_first = b.compare(CompareDir::Lt, &xr, &yr)?;
+    let lo = b.select(&x_first, x, y)?;
+    let hi = b.select(&x_first, y, x)?;
+    let lo = b.select(&x_nan, x, &lo)?;
+    let hi = b.select(&x_nan, x, &hi)?;
+    let lo = b.select(&y_nan, y, &lo)?;
+    let hi = b.select(&y_nan, y, &hi)?;
+    let d = b.sub(&lo, &hi)?;
+    let e = exp_of(b, &d)?;
+    let l = log1p_of(b, &e)?;
+    let general = b.add(&l, &hi)?;
+    let (el, eh) = (exp_of(b, &lo)?, exp_of(b, &hi)?);
+    let sum = b.add(&el, &eh)?;
+    let both_inf = log_of(b, &sum)?;
+    let (lr, hr) = (b.real(&lo), b.real(&hi));
+    let finite = b.is_finite(&lr);
+    let same = b.compare(CompareDir::Eq, &lr, &hr)?;
+    let infinite = b.not(&finite);
+    let same_inf = b.and(&infinite, &same)?;
+    let zero = full(b, &lr, 0.0);
+    let negative = b.compare(CompareDir::Lt, &lr, &zero)?;
+    let inf_case = b.select(&negative, &lo, &both_inf)?;
+    let r = b.select(&same_inf, &inf_case, &general)?;
+    let any_nan = b.or(&x_nan, &y_nan)?;
+    let nan = b.full_like(&r, Literal::Complex(f64::NAN, f64::NAN));
+    Ok(b.select(&any_nan, &nan, &r)?)
 }
 
 /// Real `sinh` and `cosh`: from `expm1` near 0 (no cancellation), and past 20 from

@@ -5,7 +5,9 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::extremum;
 use super::complex::{exp_of, scale};
-use super::complex_math::{expm1_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig};
+use super::complex_math::{
+    expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig,
+};
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
@@ -80,10 +82,10 @@ float_unary! {
     exp => exp_of,
     exp2 => |b, x| { let y = scale(b, x, std::f64::consts::LN_2)?; exp_of(b, &y) },
     expm1 => |b, x| if x.dtype().is_complex() { expm1_of(b, x) } else { Ok(b.expm1(x)) },
-    log => |b, x| Ok(b.log(x)),
-    log2 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG2_E) },
-    log10 => |b, x| { let l = b.log(x); scale(b, &l, std::f64::consts::LOG10_E) },
-    log1p => |b, x| Ok(b.log1p(x)),
+    log => log_of,
+    log2 => |b, x| { let l = log_of(b, x)?; scale(b, &l, std::f64::consts::LOG2_E) },
+    log10 => |b, x| { let l = log_of(b, x)?; scale(b, &l, std::f64::consts::LOG10_E) },
+    log1p => |b, x| if x.dtype().is_complex() { log1p_of(b, x) } else { Ok(b.log1p(x)) },
     sqrt => sqrt_of,
     rsqrt => |b, x| Ok(b.rsqrt(x)),
     sin => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sin) } else { Ok(b.sin(x)) },
@@ -628,7 +630,7 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // others (log1p/sigmoid/reciprocal/rsqrt at infinities, the inverse trig functions)
+    // others (sigmoid/reciprocal/rsqrt at infinities, the inverse trig functions)
     // fall back to the CPU for complex input.
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
@@ -636,7 +638,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("log"), log).complex();
     reg.ops(variants!("log2"), log2).complex();
     reg.ops(variants!("log10"), log10).complex();
-    reg.ops(variants!("log1p"), log1p);
+    reg.ops(variants!("log1p"), log1p).complex();
     reg.ops(variants!("sqrt"), sqrt).complex();
     reg.ops(variants!("rsqrt"), rsqrt);
     reg.ops(variants!("sin"), sin).complex();

@@ -501,7 +501,7 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let sh = b.sub(&x, &mb)?;
     let e = super::complex::exp_of(b, &sh)?;
     let s = reduce(b, &e, &dims, Literal::Int(0), add_c, keepdim)?;
-    let l = b.log(&s);
+    let l = super::complex_math::log_of(b, &s)?;
     let m = if keepdim {
         m
     } else {

@@ -36,24 +36,31 @@ def _log(**entry):
             f.write(json.dumps(entry) + "\n")
 
 
-# `f.py::TestXCPU::test_y_cpu_float32` -> `f.py::TestXPRIVATEUSE1::test_y_tpu_float32`
-def as_tpu(nodeid):
+# `f.py::TestXCPU::test_y_cpu_float32` -> `f.py::TestXPRIVATEUSE1::test_y_tpu_float32` and
+# `f.py::TestXTPU::test_y_tpu_float32`: torch names most device classes of the tpu run
+# `...PRIVATEUSE1`, some `...TPU`, so a control run keeps a test if either name is sampled.
+def tpu_twins(nodeid):
     path, cls, name = nodeid.split("::", 2)
-    cls = re.sub(r"CPU$", "PRIVATEUSE1", cls)
+    cls = re.sub(r"CPU$", "", cls)
     cut = [m.start() for m in re.finditer(r"_cpu(?=_|$)", name)]
     if cut:
         name = name[: cut[-1]] + "_tpu" + name[cut[-1] + 4 :]
-    return f"{path}::{cls}::{name}"
+    return [f"{path}::{cls}{suffix}::{name}" for suffix in ("PRIVATEUSE1", "TPU")]
 
 
+def sample_keys(nodeid):
+    return tpu_twins(nodeid) if AS_TPU and nodeid.count("::") >= 2 else [nodeid]
+
+
+# The id a test is logged under.
 def sample_key(nodeid):
-    return as_tpu(nodeid) if AS_TPU and nodeid.count("::") >= 2 else nodeid
+    return sample_keys(nodeid)[0]
 
 
 def pytest_collection_modifyitems(config, items):
     keep = [
         i for i in items
-        if zlib.crc32(sample_key(i.nodeid).encode()) % SAMPLE == 0 and sample_key(i.nodeid) not in DONE
+        if any(zlib.crc32(k.encode()) % SAMPLE == 0 for k in sample_keys(i.nodeid)) and sample_key(i.nodeid) not in DONE
     ]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -57,6 +58,11 @@ def rate(passed: int, ran: int) -> float:
     return passed / ran if ran else 0.0
 
 
+def canonical(test_id: str) -> str:
+    """A test id without its device class suffix (`TestXPRIVATEUSE1` and `TestXTPU` are one)."""
+    return re.sub(r"(PRIVATEUSE1|TPU)::", "::", test_id)
+
+
 def summarize(entries: list[dict], control: dict[str, str] | None) -> dict:
     counts = collections.Counter(e["outcome"] for e in entries)
     real = collections.Counter(e["outcome"] for e in entries if "complex" not in e["id"])
@@ -72,13 +78,14 @@ def summarize(entries: list[dict], control: dict[str, str] | None) -> dict:
     if control is not None:
         # Tests that pass on cpu; tests instantiated for tpu only (no cpu twin) are counted
         # with them when they ran.
-        base = [e for e in entries if control.get(e["id"], "passed") == "passed" and e["outcome"] != "skipped"]
+        on_cpu = [control.get(canonical(e["id"]), "passed") for e in entries]
+        base = [e for e, c in zip(entries, on_cpu) if c == "passed" and e["outcome"] != "skipped"]
         base_real = [e for e in base if "complex" not in e["id"]]
         out.update(
             cpu_passed=len(base),
             vs_cpu=rate(sum(e["outcome"] == "passed" for e in base), len(base)),
             vs_cpu_no_complex=rate(sum(e["outcome"] == "passed" for e in base_real), len(base_real)),
-            drift=sorted(e["id"] for e in entries if control.get(e["id"], "passed") not in ("passed", "skipped")),
+            drift=sorted(e["id"] for e, c in zip(entries, on_cpu) if c not in ("passed", "skipped")),
         )
     return out
 
@@ -119,7 +126,7 @@ def main() -> None:
             env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
             env["TPURS_TEST_SAMPLE_AS_TPU"] = "1"
             harness.run_file(args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, cpu_log)
-            control = {e["id"]: e["outcome"] for e in read_log(cpu_log)}
+            control = {canonical(e["id"]): e["outcome"] for e in read_log(cpu_log)}
         s = summarize(entries, control)
         s.update(sample=sample, seconds=round(time.monotonic() - t0), tests=entries)
         results[name] = s

@@ -364,3 +364,30 @@ def test_log1p_and_logaddexp(dtype):
     for device in ("cpu", "tpu"):
         with pytest.raises(NotImplementedError, match='"logaddexp2_cpu" not implemented for'):
             torch.logaddexp2(c.detach().to(device), c.detach().to(device))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_division_and_its_relatives(dtype):
+    # CPU divides complex numbers NumPy's way (scaled by the larger part of the divisor,
+    # (a / 0, b / 0) for a zero one); XLA's own division gave other infinities and zeros:
+    # 0 / (inf + inf j) was 0, not NaN. reciprocal, rsqrt and sigmoid divide the same way;
+    # the gradients of sigmoid and tanh take the conjugate.
+    inf, nan = float("inf"), float("nan")
+    parts = (0.0, -0.0, 1.0, -2.0, 30.0, 1e30, inf, -inf, nan)
+    values = [complex(a, b) for a in parts for b in parts]
+    x = torch.tensor([p for p in values for _ in values], dtype=dtype)
+    y = torch.tensor([q for _ in values for q in values], dtype=dtype)
+    special = torch.tensor(values, dtype=dtype)
+    c = CPLX.to(dtype) * 3
+    with no_fallback():
+        check(lambda a, b: torch.view_as_real(a / b), x, y, atol=1e-6, rtol=1e-5)
+        for op in (torch.reciprocal, torch.rsqrt, torch.sigmoid):
+            check(lambda z: torch.view_as_real(op(z)), special, atol=1e-6, rtol=1e-5)
+        check(
+            lambda a, b: (a / b, a.reciprocal(), a.rsqrt(), a.sigmoid(), a.tanh()),
+            c.requires_grad_(),
+            c.flip(1),
+            grad=True,
+            atol=1e-5,
+            rtol=1e-4,
+        )

@@ -209,6 +209,54 @@ pub(crate) fn scale(b: &mut Builder, x: &Value, c: f64) -> Result<Value> {
     Ok(b.complex(&re, &im)?)
 }
 
+/// `x / y`; for complex values CPU PyTorch's division (NumPy's): scaled by the larger part of
+/// `y`, `(a / 0, b / 0)` for a zero `y`. XLA's own complex division gives other infinities
+/// and zeros where a part is infinite, NaN or zero (`0 / (inf + inf j)` is 0 there, NaN on CPU).
+pub(crate) fn div_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    if !x.dtype().is_complex() {
+        return Ok(b.div(x, y)?);
+    }
+    let (re, im) = (b.real(x), b.imag(x));
+    let (c, d) = (b.real(y), b.imag(y));
+    let (abs_c, abs_d) = (b.abs(&c), b.abs(&d));
+    let one = b.full_like(&c, Literal::Float(1.0));
+    // |c| >= |d|: rat = d / c, scl = 1 / (c + d rat), ((a + b rat) scl, (b - a rat) scl).
+    let rat = b.div(&d, &c)?;
+    let t = b.mul(&d, &rat)?;
+    let t = b.add(&c, &t)?;
+    let scl = b.div(&one, &t)?;
+    let br = b.mul(&im, &rat)?;
+    let ar = b.mul(&re, &rat)?;
+    let wide_re = b.add(&re, &br)?;
+    let wide_re = b.mul(&wide_re, &scl)?;
+    let wide_im = b.sub(&im, &ar)?;
+    let wide_im = b.mul(&wide_im, &scl)?;
+    // Otherwise rat = c / d, scl = 1 / (d + c rat), ((a rat + b) scl, (b rat - a) scl).
+    let rat = b.div(&c, &d)?;
+    let t = b.mul(&c, &rat)?;
+    let t = b.add(&d, &t)?;
+    let scl = b.div(&one, &t)?;
+    let ar = b.mul(&re, &rat)?;
+    let br = b.mul(&im, &rat)?;
+    let tall_re = b.add(&ar, &im)?;
+    let tall_re = b.mul(&tall_re, &scl)?;
+    let tall_im = b.sub(&br, &re)?;
+    let tall_im = b.mul(&tall_im, &scl)?;
+    // A zero divisor: (a / |c|, b / |d|).
+    let zero_re = b.div(&re, &abs_c)?;
+    let zero_im = b.div(&im, &abs_d)?;
+    let zero = b.full_like(&c, Literal::Float(0.0));
+    let c0 = b.compare(CompareDir::Eq, &abs_c, &zero)?;
+    let d0 = b.compare(CompareDir::Eq, &abs_d, &zero)?;
+    let by_zero = b.and(&c0, &d0)?;
+    let wide = b.compare(CompareDir::Ge, &abs_c, &abs_d)?;
+    let re = b.select(&by_zero, &zero_re, &wide_re)?;
+    let im = b.select(&by_zero, &zero_im, &wide_im)?;
+    let re = b.select(&wide, &re, &tall_re)?;
+    let im = b.select(&wide, &im, &tall_im)?;
+    Ok(b.complex(&re, &im)?)
+}
+
 /// `exp(x)`; for complex `x` with a real part of -inf and an infinite or NaN imaginary
 /// part, 0 as CPU PyTorch gives, and `(inf, NaN)` for a real part of +inf (XLA gives NaN).
 pub(crate) fn exp_of(b: &mut Builder, x: &Value) -> Result<Value> {

@@ -5,7 +5,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, Literal, Value};
 
-use super::complex::{exp_of, magnitude, scale};
+use super::complex::{div_of, exp_of, magnitude, scale};
 use super::float_bits::{sign_bit, with_sign_of};
 use super::full;
 use crate::error::Result;
@@ -185,7 +185,7 @@ pub(crate) fn log1p_of(b: &mut Builder, z: &Value) -> Result<Value> {
     let log_u = log_of(b, &u)?;
     let dx = b.sub(&ux, &one)?;
     let rounded = b.complex(&dx, &y)?;
-    let ratio = b.div(z, &rounded)?;
+    let ratio = div_of(b, z, &rounded)?;
     let corrected = b.mul(&log_u, &ratio)?;
     // `u - 1 == z` as complex numbers: a NaN imaginary part compares unequal.
     let exact = b.compare(CompareDir::Eq, &dx, &x)?;

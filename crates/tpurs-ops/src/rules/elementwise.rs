@@ -4,7 +4,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::extremum;
-use super::complex::{exp_of, scale};
+use super::complex::{div_of, exp_of, scale};
 use super::complex_math::{
     expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig,
 };
@@ -87,13 +87,13 @@ float_unary! {
     log10 => |b, x| { let l = log_of(b, x)?; scale(b, &l, std::f64::consts::LOG10_E) },
     log1p => |b, x| if x.dtype().is_complex() { log1p_of(b, x) } else { Ok(b.log1p(x)) },
     sqrt => sqrt_of,
-    rsqrt => |b, x| Ok(b.rsqrt(x)),
+    rsqrt => |b, x| if x.dtype().is_complex() { let r = sqrt_of(b, x)?; let one = full(b, x, 1.0); div_of(b, &one, &r) } else { Ok(b.rsqrt(x)) },
     sin => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sin) } else { Ok(b.sin(x)) },
     cos => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cos) } else { Ok(b.cos(x)) },
     tan => |b, x| Ok(b.tan(x)),
     tanh => |b, x| Ok(b.tanh(x)),
-    sigmoid => |b, x| Ok(b.logistic(x)),
-    reciprocal => |b, x| { let one = full(b, x, 1.0); Ok(b.div(&one, x)?) },
+    sigmoid => |b, x| if x.dtype().is_complex() { complex_sigmoid(b, x) } else { Ok(b.logistic(x)) },
+    reciprocal => |b, x| { let one = full(b, x, 1.0); div_of(b, &one, x) },
     erf => |b, x| erf_of(b, x),
     sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
     cosh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cosh) } else { Ok(real_sinh_cosh(b, x)?.1) },
@@ -427,6 +427,15 @@ fn float_binary(
     one(f(&mut ctx.b, &v[0], &v[1])?)
 }
 
+/// Complex `sigmoid` as CPU computes it: `1 / (1 + exp(-z))` with CPU's complex division.
+fn complex_sigmoid(b: &mut Builder, z: &Value) -> Result<Value> {
+    let minus = b.neg(z);
+    let e = exp_of(b, &minus)?;
+    let one = full(b, z, 1.0);
+    let d = b.add(&one, &e)?;
+    div_of(b, &one, &d)
+}
+
 /// Float floor division as CPU PyTorch computes it (in opmath, like Python's `//`): from
 /// `fmod`, so that a quotient rounding up to an integer does not floor one too high.
 fn float_floor_div(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
@@ -503,7 +512,7 @@ fn div(ctx: &mut Ctx) -> Result<Vec<Out>> {
             )))
         }
         "floor" => dividing(ctx, floor_div_of),
-        _ => float_binary(ctx, |b, x, y| Ok(b.div(x, y)?)),
+        _ => float_binary(ctx, div_of),
     }
 }
 
@@ -630,8 +639,7 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
     // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // others (sigmoid/reciprocal/rsqrt at infinities, the inverse trig functions)
-    // fall back to the CPU for complex input.
+    // inverse trig functions fall back to the CPU for complex input.
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
     reg.ops(variants!("expm1"), expm1).complex();
@@ -640,7 +648,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("log10"), log10).complex();
     reg.ops(variants!("log1p"), log1p).complex();
     reg.ops(variants!("sqrt"), sqrt).complex();
-    reg.ops(variants!("rsqrt"), rsqrt);
+    reg.ops(variants!("rsqrt"), rsqrt).complex();
     reg.ops(variants!("sin"), sin).complex();
     reg.ops(variants!("cos"), cos).complex();
     reg.ops(variants!("tan"), tan).complex();
@@ -657,8 +665,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["hypot", "hypot_", "hypot.out"], hypot);
     reg.ops(&["angle", "angle.out"], angle);
     reg.ops(&["fmax", "fmax.out", "fmin", "fmin.out"], fmax_fmin);
-    reg.ops(variants!("sigmoid"), sigmoid);
-    reg.ops(variants!("reciprocal"), reciprocal);
+    reg.ops(variants!("sigmoid"), sigmoid).complex();
+    reg.ops(variants!("reciprocal"), reciprocal).complex();
     reg.ops(variants!("erf"), erf);
     reg.ops(variants!("abs"), abs).complex();
     reg.ops(variants!("neg"), neg).complex();

@@ -11,6 +11,7 @@ use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
+use super::complex::conjugate;
 use super::elementwise::erf_of;
 use super::foreach::norm_of;
 use super::index::wrap_negative;
@@ -332,24 +333,26 @@ pub(crate) fn grad_pair(ctx: &mut Ctx) -> Result<(DType, Value, Value)> {
     Ok((d, g, y))
 }
 
-/// `sigmoid_backward(grad_output, output)`: `g * y * (1 - y)`.
+/// `sigmoid_backward(grad_output, output)`: `g * conj(y * (1 - y))`.
 fn sigmoid_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (d, g, y) = grad_pair(ctx)?;
     let b = &mut ctx.b;
     let onev = full(b, &y, 1.0);
     let omy = b.sub(&onev, &y)?;
     let r = b.mul(&y, &omy)?;
+    let r = conjugate(b, &r)?;
     let r = b.mul(&g, &r)?;
     one(b.convert(&r, d))
 }
 
-/// `tanh_backward(grad_output, output)`: `g * (1 - y^2)`.
+/// `tanh_backward(grad_output, output)`: `g * conj(1 - y^2)`.
 fn tanh_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (d, g, y) = grad_pair(ctx)?;
     let b = &mut ctx.b;
     let onev = full(b, &y, 1.0);
     let y2 = b.mul(&y, &y)?;
     let r = b.sub(&onev, &y2)?;
+    let r = conjugate(b, &r)?;
     let r = b.mul(&g, &r)?;
     one(b.convert(&r, d))
 }
@@ -669,11 +672,13 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["sigmoid_backward", "sigmoid_backward.grad_input"],
         sigmoid_backward,
-    );
+    )
+    .complex();
     reg.ops(
         &["tanh_backward", "tanh_backward.grad_input"],
         tanh_backward,
-    );
+    )
+    .complex();
     reg.ops(
         &["threshold_backward", "threshold_backward.grad_input"],
         threshold_backward,

@@ -235,6 +235,15 @@ pub(crate) fn logaddexp_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Valu
     Ok(b.select(&any_nan, &nan, &r)?)
 }
 
+/// Complex `sigmoid` as CPU computes it: `1 / (1 + exp(-z))` with CPU's complex division.
+pub(crate) fn sigmoid_of(b: &mut Builder, z: &Value) -> Result<Value> {
+    let minus = b.neg(z);
+    let e = exp_of(b, &minus)?;
+    let one = full(b, z, 1.0);
+    let d = b.add(&one, &e)?;
+    div_of(b, &one, &d)
+}
+
 /// Real `sinh` and `cosh`: from `expm1` near 0 (no cancellation), and past 20 from
 /// `e^|x| / 2` formed so that results up to the largest float do not overflow early.
 pub(crate) fn real_sinh_cosh(b: &mut Builder, x: &Value) -> Result<(Value, Value)> {

@@ -6,7 +6,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 use super::combine::extremum;
 use super::complex::{div_of, exp_of, scale};
 use super::complex_math::{
-    expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sqrt_of, trig_of, Trig,
+    expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sigmoid_of, sqrt_of, trig_of, Trig,
 };
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
@@ -92,7 +92,7 @@ float_unary! {
     cos => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cos) } else { Ok(b.cos(x)) },
     tan => |b, x| Ok(b.tan(x)),
     tanh => |b, x| Ok(b.tanh(x)),
-    sigmoid => |b, x| if x.dtype().is_complex() { complex_sigmoid(b, x) } else { Ok(b.logistic(x)) },
+    sigmoid => |b, x| if x.dtype().is_complex() { sigmoid_of(b, x) } else { Ok(b.logistic(x)) },
     reciprocal => |b, x| { let one = full(b, x, 1.0); div_of(b, &one, x) },
     erf => |b, x| erf_of(b, x),
     sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
@@ -425,15 +425,6 @@ fn float_binary(
     let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
     let v = operands(ctx, &[0, 1], dtype)?;
     one(f(&mut ctx.b, &v[0], &v[1])?)
-}
-
-/// Complex `sigmoid` as CPU computes it: `1 / (1 + exp(-z))` with CPU's complex division.
-fn complex_sigmoid(b: &mut Builder, z: &Value) -> Result<Value> {
-    let minus = b.neg(z);
-    let e = exp_of(b, &minus)?;
-    let one = full(b, z, 1.0);
-    let d = b.add(&one, &e)?;
-    div_of(b, &one, &d)
 }
 
 /// Float floor division as CPU PyTorch computes it (in opmath, like Python's `//`): from

@@ -95,13 +95,24 @@ def test_orthogonal_polynomials(name):
         check(lambda t: fn(0.25, t), n, atol=1e-4, rtol=1e-4)
 
 
-def test_erfinv_ndtri_and_spherical_j0():
-    x = torch.cat([torch.linspace(-0.999, 0.999, 201), torch.tensor([-1.0, 1.0, 1.5, -2.0, 0.0])])
-    p = torch.cat([torch.rand(100) * 0.998 + 0.001, torch.tensor([0.0, 1.0, 0.5, -0.1])])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_erf_erfinv_ndtri_and_spherical_j0(dtype):
+    # erfinv follows CPU (Pavlis' rational start, two Newton steps) with the tail steps taken
+    # on `1 - |y| - erfc(x)`: the earlier closed-form start gave erfinv(1 - 1e-9) = -74. ndtri
+    # passes 2 min(p, 1 - p) along, so p = 1e-30 is not rounded to 2p - 1 = -1. erf in
+    # float64 is Cephes' (a float32 rational was off by 7e-7 and above 1 in magnitude).
+    tails = [1 - 10.0**-k for k in range(4, 16 if dtype == torch.float64 else 8)]
+    x = torch.cat([torch.linspace(-1, 1, 2001, dtype=dtype), torch.tensor(tails, dtype=dtype)])
+    x = torch.cat([x, -x, torch.tensor([1.5, -2.0, 0.0, float("nan")], dtype=dtype)])
+    p = torch.cat([torch.logspace(-30, -1, 60, dtype=torch.float64), torch.rand(200, dtype=torch.float64)])
+    p = torch.cat([p, 1 - p[60:], torch.tensor([0.0, 1.0, 0.5, -0.1])]).to(dtype)
+    e = torch.linspace(-7, 7, 2001, dtype=dtype)
     z = torch.cat([torch.linspace(-20, 20, 101), torch.tensor([0.0, float("inf"), float("-inf"), 1e-6])])
+    tol = dict(atol=0, rtol=2e-6) if dtype == torch.float32 else dict(atol=0, rtol=1e-12)
     with no_fallback():
-        # Accurate to ~1e-5 relative up to |x| = 0.999 (Newton on a float32 erf: the tail beyond
-        # 0.9999 loses digits).
-        check(torch.erfinv, x, atol=1e-5, rtol=2e-5)
-        check(torch.special.ndtri, p, atol=1e-4, rtol=1e-4)
-        check(torch.special.spherical_bessel_j0, z, atol=1e-6, rtol=1e-5)
+        check(torch.erfinv, x, **tol)
+        # Cephes' ndtri on the CPU and erfinv here agree to 3e-10 at p = 1e-30.
+        check(torch.special.ndtri, p, atol=0, rtol=max(tol["rtol"], 1e-9))
+        check(torch.erf, e, atol=3e-7 if dtype == torch.float32 else 1e-15, rtol=0)
+        check(lambda t: torch.erf(t).abs().max() <= 1, e)
+        check(torch.special.spherical_bessel_j0, z.to(dtype), atol=1e-6, rtol=1e-5)

@@ -8,6 +8,7 @@ use super::complex::{div_of, exp_of, scale};
 use super::complex_math::{
     expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sigmoid_of, sqrt_of, trig_of, Trig,
 };
+use super::erfc::erf_of;
 use super::float_bits::with_sign_of;
 use super::integer::dividing;
 use super::{common_dtype, float_dtype, full, one, operands};
@@ -94,7 +95,7 @@ float_unary! {
     tanh => |b, x| Ok(b.tanh(x)),
     sigmoid => |b, x| if x.dtype().is_complex() { sigmoid_of(b, x) } else { Ok(b.logistic(x)) },
     reciprocal => |b, x| { let one = full(b, x, 1.0); div_of(b, &one, x) },
-    erf => |b, x| erf_of(b, x),
+    erf => erf_of,
     sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
     cosh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cosh) } else { Ok(real_sinh_cosh(b, x)?.1) },
     atan => |b, x| { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
@@ -302,52 +303,6 @@ fn trunc_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let a = b.abs(x);
     let f = b.floor(&a);
     Ok(b.mul(&s, &f)?)
-}
-
-/// `erf(x)` by the rational approximation XLA uses for f32 (accurate to ~1e-7 relative),
-/// evaluated in f32 or wider.
-pub(crate) fn erf_of(b: &mut Builder, x: &Value) -> Result<Value> {
-    const ALPHA: [f64; 5] = [
-        0.00022905065861350646,
-        0.0034082910107109506,
-        0.050_955_695_062_380_86,
-        0.18520832239976145,
-        1.128379143519084,
-    ];
-    const BETA: [f64; 7] = [
-        -1.1791602954361697e-7,
-        0.000023547966471313185,
-        0.0010179625278914885,
-        0.014070470171167667,
-        0.11098505178285362,
-        0.497_469_251_100_675_4,
-        1.0,
-    ];
-    let dtype = x.dtype();
-    let wide = if dtype == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let xw = b.convert(x, wide);
-    let lo = b.constant(Literal::Float(-4.0), wide);
-    let hi = b.constant(Literal::Float(4.0), wide);
-    let xc = b.clamp(&lo, &xw, &hi);
-    let x2 = b.mul(&xc, &xc)?;
-    let poly = |b: &mut Builder, coeffs: &[f64]| -> Result<Value> {
-        let mut acc = full(b, &x2, coeffs[0]);
-        for &c in &coeffs[1..] {
-            let m = b.mul(&acc, &x2)?;
-            let k = full(b, &x2, c);
-            acc = b.add(&m, &k)?;
-        }
-        Ok(acc)
-    };
-    let p = poly(b, &ALPHA)?;
-    let q = poly(b, &BETA)?;
-    let num = b.mul(&xc, &p)?;
-    let r = b.div(&num, &q)?;
-    Ok(b.convert(&r, dtype))
 }
 
 fn logical_not(ctx: &mut Ctx) -> Result<Vec<Out>> {

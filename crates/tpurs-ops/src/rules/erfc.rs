@@ -1,10 +1,10 @@
-//! The complementary error function and its relatives: `erfc` by Cephes' rational
+//! The error function and its relatives: `erf`, `erfc` by Cephes' rational
 //! approximations (with `exp(-x^2)` split so that its argument carries no rounding error),
 //! `special_erfcx` (`exp(x^2) erfc(x)`: the same rationals without the exponential, and
 //! ATen's continued fraction above 50) and `special_log_ndtr` built on both as ATen does.
 //! Computed in f32 or f64; both sides of each range boundary are evaluated and `select`ed.
 
-use tpurs_hlo::{Builder, CompareDir, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::special::special;
 use super::{full, polevl};
@@ -83,6 +83,63 @@ fn erf_small(b: &mut Builder, x: &Value) -> Result<Value> {
     let z = b.mul(x, x)?;
     let r = ratio(b, &z, &T, &U)?;
     Ok(b.mul(x, &r)?)
+}
+
+/// `erf(x)`. Below f64, the rational approximation XLA uses for f32 (about 1e-7 absolute)
+/// in f32, kept inside [-1, 1] (it gave -1.0000008 near -4). In f64, Cephes' rational on
+/// `|x| < 1` and `1 - erfc(x)` outside: the f32 rational was off by 7e-7 there, and erfinv's
+/// Newton steps on it by 1e-5.
+pub(crate) fn erf_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    let dtype = x.dtype();
+    if dtype == DType::F64 {
+        let e = erf_small(b, x)?;
+        let c = erfc_of(b, x)?;
+        let one_v = full(b, x, 1.0);
+        let wide = b.sub(&one_v, &c)?;
+        let a = b.abs(x);
+        let inside = b.compare(CompareDir::Lt, &a, &one_v)?;
+        return Ok(b.select(&inside, &e, &wide)?);
+    }
+    const ALPHA: [f64; 5] = [
+        0.00022905065861350646,
+        0.0034082910107109506,
+        0.050_955_695_062_380_86,
+        0.18520832239976145,
+        1.128379143519084,
+    ];
+    const BETA: [f64; 7] = [
+        -1.1791602954361697e-7,
+        0.000023547966471313185,
+        0.0010179625278914885,
+        0.014070470171167667,
+        0.11098505178285362,
+        0.497_469_251_100_675_4,
+        1.0,
+    ];
+    let xw = b.convert(x, DType::F32);
+    let lo = b.constant(Literal::Float(-4.0), DType::F32);
+    let hi = b.constant(Literal::Float(4.0), DType::F32);
+    let xc = b.clamp(&lo, &xw, &hi);
+    let x2 = b.mul(&xc, &xc)?;
+    let poly = |b: &mut Builder, coeffs: &[f64]| -> Result<Value> {
+        let mut acc = full(b, &x2, coeffs[0]);
+        for &c in &coeffs[1..] {
+            let m = b.mul(&acc, &x2)?;
+            let k = full(b, &x2, c);
+            acc = b.add(&m, &k)?;
+        }
+        Ok(acc)
+    };
+    let p = poly(b, &ALPHA)?;
+    let q = poly(b, &BETA)?;
+    let num = b.mul(&xc, &p)?;
+    let r = b.div(&num, &q)?;
+    let (lo, hi) = (
+        b.full_like(&r, Literal::Float(-1.0)),
+        b.full_like(&r, Literal::Float(1.0)),
+    );
+    let r = b.clamp(&lo, &r, &hi);
+    Ok(b.convert(&r, dtype))
 }
 
 /// `exp(a^2) erfc(a)` for `a >= 1` (NaN stays NaN). Above 50 the rationals would overflow

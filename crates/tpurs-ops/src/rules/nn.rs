@@ -12,7 +12,7 @@ use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 use super::complex::conjugate;
-use super::elementwise::erf_of;
+use super::erfc::erf_of;
 use super::foreach::norm_of;
 use super::index::wrap_negative;
 use super::unpool::scatter_into_planes;

@@ -5,7 +5,9 @@
 
 use tpurs_hlo::{Builder, CompareDir, Value};
 
-use super::{common_dtype, float_dtype, full, one, operands};
+use super::erfc::{erf_of, erfc_of};
+use super::float_bits::with_sign_of;
+use super::{common_dtype, float_dtype, full, one, operands, polevl};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
 use crate::error::Result;
@@ -280,50 +282,75 @@ pub(crate) fn special_binary(
     one(ctx.b.convert(&y, d))
 }
 
-/// `erfinv(x)`: Winitzki's closed-form estimate (about 2e-3 relative) refined by Newton steps
-/// on `erf` (quadratic convergence: three reach the working precision); `+-inf` at `+-1`,
-/// NaN outside `[-1, 1]`.
-fn erfinv_of(b: &mut Builder, x: &Value) -> Result<Value> {
-    const A: f64 = 0.147;
-    let one_v = full(b, x, 1.0);
-    let xx = b.mul(x, x)?;
-    let w = b.sub(&one_v, &xx)?;
-    let ln = b.log(&w); // ln(1 - x^2)
-    let half = full(b, x, 0.5);
-    let t = b.mul(&ln, &half)?;
-    let c = full(b, x, 2.0 / (std::f64::consts::PI * A));
-    let t = b.add(&c, &t)?; // 2/(pi a) + ln/2
-    let t2 = b.mul(&t, &t)?;
-    let inv_a = full(b, x, 1.0 / A);
-    let l_a = b.mul(&ln, &inv_a)?;
-    let inner = b.sub(&t2, &l_a)?;
-    let inner = b.sqrt(&inner);
-    let inner = b.sub(&inner, &t)?;
-    let mag = b.sqrt(&inner);
-    let sign = b.sign(x);
-    let mut y = b.mul(&sign, &mag)?;
-    let two_over_sqrt_pi = full(b, x, std::f64::consts::FRAC_2_SQRT_PI);
-    for _ in 0..3 {
-        let e = super::elementwise::erf_of(b, &y)?;
-        let diff = b.sub(&e, x)?;
-        let yy = b.mul(&y, &y)?;
-        let nyy = b.neg(&yy);
-        let d = b.exp(&nyy);
-        let d = b.mul(&d, &two_over_sqrt_pi)?;
-        let step = b.div(&diff, &d)?;
-        let next = b.sub(&y, &step)?;
-        // Where the derivative underflows (|x| within rounding of 1) keep the estimate.
-        let finite = b.is_finite(&next);
-        y = b.select(&finite, &next, &y)?;
+/// `erfinv(y)` as CPU PyTorch computes it: Pavlis' rational approximation (one form for
+/// `|y| <= 0.7`, one for the tails), then two Newton steps; `+-inf` at `+-1`, NaN outside
+/// `[-1, 1]`. (A closed-form start with three Newton steps on `erf` was wrong by far in the
+/// tails: erfinv(1 - 1e-9) came out as -74.)
+fn erfinv_of(b: &mut Builder, y: &Value) -> Result<Value> {
+    let one_v = full(b, y, 1.0);
+    let a = b.abs(y);
+    let rest = b.sub(&one_v, &a)?;
+    erfinv_with_rest(b, y, &rest)
+}
+
+/// `erfinv(y)` given `1 - |y|` (`rest`), which a caller may know more precisely than `y`.
+fn erfinv_with_rest(b: &mut Builder, y: &Value, rest_full: &Value) -> Result<Value> {
+    const A: [f64; 4] = [0.886226899, -1.645349621, 0.914624893, -0.140543331];
+    const B: [f64; 4] = [-2.118377725, 1.442710462, -0.329097515, 0.012229801];
+    const C: [f64; 4] = [-1.970840454, -1.624906493, 3.429567803, 1.641345311];
+    const D: [f64; 2] = [3.543889200, 1.637067800];
+    let one_v = full(b, y, 1.0);
+    let a = b.abs(y);
+    // Central range: y * A(z) / (B(z) z + 1) with z = y^2.
+    let z = b.mul(y, y)?;
+    let num = polevl(b, &z, &[A[3], A[2], A[1], A[0]])?;
+    let den = polevl(b, &z, &[B[3], B[2], B[1], B[0]])?;
+    let den = b.mul(&den, &z)?;
+    let den = b.add(&den, &one_v)?;
+    let central = b.mul(y, &num)?;
+    let central = b.div(&central, &den)?;
+    // Tails: C(z) / (D(z) z + 1) with z = sqrt(-log((1 - |y|) / 2)), y's sign.
+    let half = full(b, y, 0.5);
+    let rest = b.mul(rest_full, &half)?;
+    let l = b.log(&rest);
+    let l = b.neg(&l);
+    let z = b.sqrt(&l);
+    let num = polevl(b, &z, &[C[3], C[2], C[1], C[0]])?;
+    let den = polevl(b, &z, &[D[1], D[0]])?;
+    let den = b.mul(&den, &z)?;
+    let den = b.add(&den, &one_v)?;
+    let num = with_sign_of(b, &num, y)?;
+    let tail = b.div(&num, &den)?;
+    let limit = full(b, y, 0.7);
+    let in_center = b.compare(CompareDir::Le, &a, &limit)?;
+    let x = b.select(&in_center, &central, &tail)?;
+    // Newton steps on |x|; in the tails on `erf(x) - |y| = (1 - |y|) - erfc(x)`, which does
+    // not cancel (`erf(x) - |y|` loses all digits of a float there).
+    let mut x = b.abs(&x);
+    let two_over_sqrt_pi = full(b, y, std::f64::consts::FRAC_2_SQRT_PI);
+    for _ in 0..2 {
+        let e = erf_of(b, &x)?;
+        let near = b.sub(&e, &a)?;
+        let c = erfc_of(b, &x)?;
+        let far = b.sub(rest_full, &c)?;
+        let diff = b.select(&in_center, &near, &far)?;
+        let xx = b.mul(&x, &x)?;
+        let nxx = b.neg(&xx);
+        let slope = b.exp(&nxx);
+        let slope = b.mul(&two_over_sqrt_pi, &slope)?;
+        let step = b.div(&diff, &slope)?;
+        x = b.sub(&x, &step)?;
     }
-    let a = b.abs(x);
-    let at_one = b.compare(CompareDir::Eq, &a, &one_v)?;
-    let inf = full(b, x, f64::INFINITY);
-    let signed_inf = b.mul(&sign, &inf)?;
-    let y = b.select(&at_one, &signed_inf, &y)?;
-    let outside = b.compare(CompareDir::Gt, &a, &one_v)?;
-    let nan = full(b, x, f64::NAN);
-    Ok(b.select(&outside, &nan, &y)?)
+    let x = with_sign_of(b, &x, y)?;
+    // The ends and beyond, from `rest` (ndtri's 2p - 1 rounds to -1 long before p is 0).
+    let zero = full(b, y, 0.0);
+    let at_one = b.compare(CompareDir::Eq, rest_full, &zero)?;
+    let inf = full(b, y, f64::INFINITY);
+    let signed_inf = with_sign_of(b, &inf, y)?;
+    let x = b.select(&at_one, &signed_inf, &x)?;
+    let outside = b.compare(CompareDir::Lt, rest_full, &zero)?;
+    let nan = full(b, y, f64::NAN);
+    Ok(b.select(&outside, &nan, &x)?)
 }
 
 /// `special_ndtri(p)`: the standard normal quantile, `sqrt(2) erfinv(2p - 1)`.
@@ -332,7 +359,11 @@ fn ndtri_of(b: &mut Builder, p: &Value) -> Result<Value> {
     let one_v = full(b, p, 1.0);
     let t = b.mul(p, &two)?;
     let t = b.sub(&t, &one_v)?;
-    let y = erfinv_of(b, &t)?;
+    // 1 - |2p - 1| is 2 min(p, 1 - p), exact where 2p - 1 has lost p's low digits.
+    let q = b.sub(&one_v, p)?;
+    let m = b.min(p, &q)?;
+    let rest = b.mul(&m, &two)?;
+    let y = erfinv_with_rest(b, &t, &rest)?;
     let r2 = full(b, p, std::f64::consts::SQRT_2);
     Ok(b.mul(&y, &r2)?)
 }

@@ -116,3 +116,15 @@ def test_erf_erfinv_ndtri_and_spherical_j0(dtype):
         check(torch.erf, e, atol=3e-7 if dtype == torch.float32 else 1e-15, rtol=0)
         check(lambda t: torch.erf(t).abs().max() <= 1, e)
         check(torch.special.spherical_bessel_j0, z.to(dtype), atol=1e-6, rtol=1e-5)
+
+
+def test_near_poles_and_ends_in_float64():
+    # lgamma's reflection takes sin(pi x) of x's distance to the nearest integer (exact):
+    # pi * (1 - 1e-15) had lost the offset, and lgamma(-2 + 7e-16) was 0.11 off. atanh
+    # takes 1 - |x| (exact) with x's sign: near -1, 1 + x had lost half the digits.
+    near = torch.tensor([-2 + 7e-16, -2 - 7e-16, -5 + 1e-12, -1e-8, -100.25, -0.9999999999], dtype=torch.float64)
+    ends = torch.tensor([-1 + 6e-16, 1 - 6e-16, -1 + 1e-12, -1e-30, 0.5, -0.0, 1.0, -1.0], dtype=torch.float64)
+    with no_fallback():
+        check(torch.lgamma, near, atol=0, rtol=1e-12)
+        check(torch.atanh, ends, atol=0, rtol=1e-13)
+        check(torch.atanh, ends.float(), atol=0, rtol=1e-6)

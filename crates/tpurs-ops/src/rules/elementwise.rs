@@ -104,14 +104,17 @@ float_unary! {
     asinh => asinh_of,
     acosh => acosh_of,
     atanh => |b, x| {
-        // 0.5 * log1p(2x / (1 - x)): inf at 1, NaN beyond.
+        // 0.5 * log1p(2|x| / (1 - |x|)) with x's sign (1 - |x| is exact near 1, 1 + x is
+        // not near -1): inf at 1, NaN beyond.
+        let a = b.abs(x);
         let one = full(b, x, 1.0);
-        let d = b.sub(&one, x)?;
-        let t = b.add(x, x)?;
+        let d = b.sub(&one, &a)?;
+        let t = b.add(&a, &a)?;
         let q = b.div(&t, &d)?;
         let l = b.log1p(&q);
         let h = full(b, x, 0.5);
-        Ok(b.mul(&h, &l)?)
+        let r = b.mul(&h, &l)?;
+        with_sign_of(b, &r, x)
     },
 }
 

@@ -47,13 +47,20 @@ fn log_t(b: &mut Builder, z: &Value) -> Result<(Value, Value)> {
     Ok((t, b.add(&c, &l)?))
 }
 
-/// `pi * x` reduced so that `sin` / `cos` of it stay accurate for large `|x|`.
-fn pi_times_frac(b: &mut Builder, x: &Value) -> Result<Value> {
+/// `pi * g` with `g` the distance from `|x|` to the nearest integer (exact): `|sin(pi x)| =
+/// sin(pi g)` stays accurate for large arguments and near the integers, as glibc's lgamma
+/// is (`pi * (1 - 1e-15)` has lost the offset's digits).
+fn sin_pi_arg(b: &mut Builder, x: &Value) -> Result<Value> {
     let a = b.abs(x);
     let f = b.floor(&a);
     let frac = b.sub(&a, &f)?;
+    let one_v = full(b, x, 1.0);
+    let rest = b.sub(&one_v, &frac)?;
+    let half = full(b, x, 0.5);
+    let upper = b.compare(CompareDir::Gt, &frac, &half)?;
+    let g = b.select(&upper, &rest, &frac)?;
     let pi = full(b, x, std::f64::consts::PI);
-    Ok(b.mul(&frac, &pi)?)
+    Ok(b.mul(&g, &pi)?)
 }
 
 pub(crate) fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
@@ -76,9 +83,8 @@ pub(crate) fn lgamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let y = b.add(&c, &a)?;
     let y = b.add(&y, &ls)?;
     // lgamma(x) = log(pi) - log|sin(pi x)| - lgamma(1 - x) for x < 1/2.
-    let s = pi_times_frac(b, x)?;
+    let s = sin_pi_arg(b, x)?;
     let s = b.sin(&s);
-    let s = b.abs(&s);
     let ls = b.log(&s);
     let lpi = full(b, x, std::f64::consts::PI.ln());
     let r = b.sub(&lpi, &ls)?;
@@ -119,10 +125,16 @@ fn digamma_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let y = b.sub(&y, &gt)?;
     // digamma(x) = digamma(1 - x) - pi / tan(pi x) for x < 1/2 (reduced argument, with the
     // sign of x restored).
-    let s = pi_times_frac(b, x)?;
+    // CPU takes `tan(pi x)` of the unreduced product, which loses the offset from a nearby
+    // integer; `pi * frac(|x|)` loses it the same way, so the two agree there.
+    let a = b.abs(x);
+    let f = b.floor(&a);
+    let frac = b.sub(&a, &f)?;
+    let pi = full(b, x, std::f64::consts::PI);
+    let s = b.mul(&frac, &pi)?;
     let (sn, cs) = (b.sin(&s), b.cos(&s));
-    let sign = b.sign(x);
     let cot = b.div(&cs, &sn)?;
+    let sign = b.sign(x);
     let cot = b.mul(&cot, &sign)?;
     let pi = full(b, x, std::f64::consts::PI);
     let p = b.mul(&pi, &cot)?;

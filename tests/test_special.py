@@ -128,3 +128,11 @@ def test_near_poles_and_ends_in_float64():
         check(torch.lgamma, near, atol=0, rtol=1e-12)
         check(torch.atanh, ends, atol=0, rtol=1e-13)
         check(torch.atanh, ends.float(), atol=0, rtol=1e-6)
+
+
+def test_zeta_underflows_to_zero():
+    # For large x the series' terms underflow while its factor overflows: 0, not inf * 0.
+    x = torch.tensor([263.8, 100.0, 40.0, 2.0, 1.5, float("nan")])
+    q = torch.tensor([4.3, 2.0, 1.5, 1.0, 0.5, 1.0])
+    with no_fallback():
+        check(torch.special.zeta, x, q, atol=0, rtol=1e-5)

@@ -202,6 +202,11 @@ fn zeta_of(b: &mut Builder, x: &Value, q: &Value) -> Result<Value> {
         acc = b.mul(&acc, &xk)?;
         bw = b.div(&bw, &w)?;
         let t = b.mul(&acc, &bw)?;
+        // For large x, `acc` overflows where `bw` has underflowed: the term is 0, not NaN
+        // (Cephes stops the series before it gets there).
+        let lost = b.compare(CompareDir::Ne, &t, &t)?;
+        let zero_t = full(b, x, 0.0);
+        let t = b.select(&lost, &zero_t, &t)?;
         let c = full(b, x, c);
         let t = b.div(&t, &c)?;
         s = b.add(&s, &t)?;

@@ -234,3 +234,32 @@ def test_hypot_and_angle_match_cpu():
         check(torch.hypot, x.double(), y.double())
         check(torch.angle, x)
         check(torch.angle, torch.tensor([-2, 0, 3]))
+
+
+def test_fused_half_ops_round_each_result():
+    # In fused eager a chain of bfloat16 ops is one program; each op's result still rounds
+    # to bfloat16 as in eager PyTorch (XLA otherwise keeps float32 between fused ops:
+    # ndtr(-2.47) in bfloat16 came out as 0.0059, the CPU's 0.0078).
+    # A half tensor times or over a host number computes in float32 with the number rounded
+    # to float32 only, as the CPU does (t * 1.1 used 1.1 rounded to bfloat16: 253 of 1001
+    # differed); plus and minus round the number to the tensor's dtype, also as the CPU.
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.linspace(-3, 3, 1001).to(dtype)
+        with no_fallback():
+            check(lambda t: ((t * 0.7071067811865476 + 1.0) * 0.5 - t / 3) * 1.1, x, atol=0, rtol=0)
+            check(lambda t: (t * 1.1, t / 0.3, 1.1 / t, t + 0.3, 0.3 - t, t * torch.tensor(1.1)), x, atol=0, rtol=0)
+            check(lambda t: t.clone().mul_(0.3).div_(1.7), x, atol=0, rtol=0)
+    with no_fallback():
+        check(lambda t: torch.special.ndtr(t), torch.tensor([-2.46875]).bfloat16(), atol=0, rtol=0)
+
+
+def test_heaviside():
+    x = torch.tensor([-1.0, 0.0, 2.0, float("nan"), -0.0, float("inf")])
+    with no_fallback():
+        check(torch.heaviside, x, torch.tensor([0.5]))
+        check(torch.heaviside, x.int(), torch.tensor([7], dtype=torch.int32))
+        check(torch.heaviside, x > 0, torch.tensor([False]))
+        check(lambda a, b: a.clone().heaviside_(b), x.bfloat16(), torch.tensor(0.25).bfloat16())
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
+            torch.heaviside(x.to(device), torch.tensor([1.0], dtype=torch.float64, device=device))

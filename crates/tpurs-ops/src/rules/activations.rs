@@ -3,7 +3,7 @@
 //! (xlogy, logaddexp, logaddexp2, rsub). Each is computed in its opmath type, following
 //! PyTorch's CPU formulas so that gradients match at the branch points.
 
-use tpurs_hlo::{Builder, CompareDir, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, Literal, TensorType, Value};
 
 use super::complex_math::logaddexp_of;
 use super::nn::{grad_pair, require_float, scalar_like, widen};
@@ -402,6 +402,21 @@ fn logaddexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, d))
 }
 
+/// `heaviside(self, values)`: `values` where `self` is 0, else `self > 0` (so 0 for NaN).
+fn heaviside(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let (d, dv) = (ctx.ty(0)?.dtype, ctx.ty(1)?.dtype);
+    if d != dv {
+        return runtime("heaviside is not yet implemented for tensors with different dtypes.");
+    }
+    let v = operands(ctx, &[0, 1], d)?;
+    let b = &mut ctx.b;
+    let zero = b.full_like(&v[0], Literal::Int(0));
+    let at_zero = b.compare(CompareDir::Eq, &v[0], &zero)?;
+    let positive = b.compare(CompareDir::Gt, &v[0], &zero)?;
+    let step = b.convert(&positive, d);
+    one(b.select(&at_zero, &v[1], &step)?)
+}
+
 /// `rsub(self, other, alpha)`: `other - alpha * self`.
 fn rsub(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let d = common_dtype(ctx, &[0, 1])?;
@@ -580,6 +595,7 @@ pub(crate) fn register(reg: &mut Registry) {
         logaddexp,
     )
     .complex();
+    reg.ops(&["heaviside", "heaviside_", "heaviside.out"], heaviside);
     reg.ops(
         &[
             "rsub.Tensor",

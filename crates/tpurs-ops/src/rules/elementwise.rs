@@ -350,7 +350,27 @@ fn sub(ctx: &mut Ctx) -> Result<Vec<Out>> {
     arith(ctx, Builder::sub)
 }
 
+/// The dtype `tensor op number` computes in, for `mul` and `div`: CPU PyTorch multiplies
+/// and divides a half-precision tensor by a host number (a Python number or a 0-d CPU
+/// tensor) in float32, the number rounded to float32 only. (`add` and `sub` round it to
+/// the tensor's dtype first, as the ops here do.)
+fn number_opmath(ctx: &Ctx, dtype: DType) -> DType {
+    let half = matches!(dtype, DType::F16 | DType::BF16);
+    if half && matches!(ctx.arg(1), crate::Arg::Scalar(_)) {
+        DType::F32
+    } else {
+        dtype
+    }
+}
+
 fn mul(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let dtype = common_dtype(ctx, &[0, 1])?;
+    let wide = number_opmath(ctx, dtype);
+    if wide != dtype {
+        let v = operands(ctx, &[0, 1], wide)?;
+        let r = ctx.b.mul(&v[0], &v[1])?;
+        return one(ctx.b.convert(&r, dtype));
+    }
     arith(ctx, |b, x, y| {
         if x.dtype() == DType::Bool {
             b.and(x, y)
@@ -381,8 +401,10 @@ fn float_binary(
     f: fn(&mut Builder, &Value, &Value) -> Result<Value>,
 ) -> Result<Vec<Out>> {
     let dtype = float_dtype(common_dtype(ctx, &[0, 1])?, ctx.default_float());
-    let v = operands(ctx, &[0, 1], dtype)?;
-    one(f(&mut ctx.b, &v[0], &v[1])?)
+    let wide = number_opmath(ctx, dtype);
+    let v = operands(ctx, &[0, 1], wide)?;
+    let r = f(&mut ctx.b, &v[0], &v[1])?;
+    one(ctx.b.convert(&r, dtype))
 }
 
 /// Float floor division as CPU PyTorch computes it (in opmath, like Python's `//`): from

@@ -23,7 +23,6 @@ DECOMPOSED = (
     "count_nonzero.default",
     "count_nonzero.dim_IntList",
     "grid_sampler_2d.default",
-    "heaviside.default",
     "huber_loss.default",
     "huber_loss_backward.default",
     "im2col.default",
@@ -87,21 +86,8 @@ OWN = {
 }
 
 
-def _heaviside_checks(x: torch.Tensor, values: torch.Tensor) -> None:
-    if x.dtype != values.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-
-
-# CPU's argument checks that torch's decompositions leave out.
-CHECKS = {"heaviside.default": _heaviside_checks}
-
-
 def _kernel(op: torch._ops.OpOverload, decomposition):
-    check = CHECKS.get(str(op).removeprefix("aten."))
-
     def run(*args, **kwargs):
-        if check is not None:
-            check(*args, **kwargs)
         out = decomposition(*args, **kwargs)
         if out is NotImplemented:
             raise NotImplementedError(f"tpurs: torch's decomposition of {op} does not cover these arguments")

@@ -249,6 +249,10 @@ def test_fused_half_ops_round_each_result():
             check(lambda t: ((t * 0.7071067811865476 + 1.0) * 0.5 - t / 3) * 1.1, x, atol=0, rtol=0)
             check(lambda t: (t * 1.1, t / 0.3, 1.1 / t, t + 0.3, 0.3 - t, t * torch.tensor(1.1)), x, atol=0, rtol=0)
             check(lambda t: t.clone().mul_(0.3).div_(1.7), x, atol=0, rtol=0)
+            check(lambda t: (t // 0.3, torch.div(t, 1.1, rounding_mode="trunc")), x, atol=0, rtol=0)
+            # alpha: `self + alpha * other` in float32, alpha rounded to the dtype (the CPU
+            # fuses the multiply-add, so allow one unit in the last place).
+            check(lambda t: (torch.add(t, t, alpha=0.3), torch.add(t, 0.3, alpha=1.1)), x, **tol(dtype))
     with no_fallback():
         check(lambda t: torch.special.ndtr(t), torch.tensor([-2.46875]).bfloat16(), atol=0, rtol=0)
 

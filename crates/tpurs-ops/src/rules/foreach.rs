@@ -7,6 +7,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::{extremum, max_c, min_c};
+use super::division::trunc_of;
 use super::factory::{addc_check, addc_of, lerp_of};
 use super::{broadcast_all, float_dtype};
 use crate::ctx::{Ctx, Out};
@@ -285,14 +286,6 @@ unary! {
     frac(false) => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
     zero(false) => |b, x| Ok(b.full_like(x, Literal::Int(0))),
     clone(false) => |_, x| Ok(x.clone()),
-}
-
-/// Rounds toward zero.
-fn trunc_of(b: &mut Builder, x: &Value) -> Result<Value> {
-    let s = b.sign(x);
-    let a = b.abs(x);
-    let f = b.floor(&a);
-    Ok(b.mul(&s, &f)?)
 }
 
 /// `_foreach_copy_(self, src)`: every `src` item cast and broadcast into its `self` item.

@@ -30,6 +30,7 @@ mod conv_patches;
 mod ctc;
 mod decomp;
 mod distance;
+mod division;
 mod elementwise;
 mod embedding_bag;
 mod erfc;
@@ -75,6 +76,7 @@ mod upsample_aa;
 /// Registers every family's rules.
 pub(crate) fn register_all(reg: &mut Registry) {
     elementwise::register(reg);
+    division::register(reg);
     factory::register(reg);
     foreach::register(reg);
     random::register(reg);

@@ -8,6 +8,7 @@
 use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, TensorType, Value};
 
 use super::combine::{add_c, max_c};
+use super::reduce::logsumexp_of;
 use super::search::take;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
@@ -247,21 +248,6 @@ fn log_add3(b: &mut Builder, x: &Value, y: &Value, z: &Value) -> Result<Value> {
     Ok(b.add(&l, &m)?)
 }
 
-/// Log-sum-exp of `x` over `dims`, and the shift it used (the reduced shape).
-fn log_sum_exp(b: &mut Builder, x: &Value, dims: &[i64]) -> Result<(Value, Value)> {
-    let init = b.constant(Literal::Float(f64::NEG_INFINITY), x.dtype());
-    let m = b.reduce(x, &init, dims, max_c);
-    let m = finite_shift(b, &m)?;
-    let keep: Vec<i64> = (0..x.rank() as i64).filter(|d| !dims.contains(d)).collect();
-    let mb = b.broadcast_in_dim(&m, x.shape(), &keep)?;
-    let d = b.sub(x, &mb)?;
-    let e = b.exp(&d);
-    let zero = b.constant(Literal::Float(0.0), x.dtype());
-    let sum = b.reduce(&e, &zero, dims, add_c);
-    let l = b.log(&sum);
-    Ok((b.add(&l, &m)?, m))
-}
-
 /// `log_probs` (`[T, N, C]`) at the interleaved targets: `[T, N, S]`.
 fn at_labels(b: &mut Builder, lp: &Value, cols: &Value) -> Result<Value> {
     let (t, n, c) = (lp.shape()[0], lp.shape()[1], lp.shape()[2]);
@@ -399,7 +385,7 @@ fn ctc_loss(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ends = b.and(&last, &at_final)?;
     let none = neg_inf(b, alpha);
     let ends = b.select(&ends, alpha, &none)?;
-    let (log_likelihood, _) = log_sum_exp(b, &ends, &[0, 2])?;
+    let log_likelihood = logsumexp_of(b, &ends, &[0, 2], false)?;
     let nll = b.neg(&log_likelihood);
     let no_input = cfg.per_sample(b, |k| (il[k] == 0) as i64, &[cfg.n], 0)?;
     let one = b.full_like(&no_input, Literal::Int(1));

@@ -56,11 +56,7 @@ fn float_floor_div(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     let m = b.rem(&x, &y)?;
     let xm = b.sub(&x, &m)?;
     let d = b.div(&xm, &y)?;
-    let m_nz = b.compare(CompareDir::Ne, &m, &zero)?;
-    let y_neg = b.compare(CompareDir::Lt, &y, &zero)?;
-    let m_neg = b.compare(CompareDir::Lt, &m, &zero)?;
-    let signs = b.xor(&y_neg, &m_neg)?;
-    let adjust = b.and(&m_nz, &signs)?;
+    let adjust = remainder_against_divisor(b, &m, &y)?;
     let d1 = b.sub(&d, &one_v)?;
     let d = b.select(&adjust, &d1, &d)?;
     let f = b.floor(&d);
@@ -79,6 +75,17 @@ fn float_floor_div(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     Ok(b.convert(&f, dtype))
 }
 
+/// Where the truncated remainder `r` is nonzero with a sign other than the divisor `y`'s:
+/// there the floored quotient is one less and Python's remainder is `r + y`.
+fn remainder_against_divisor(b: &mut Builder, r: &Value, y: &Value) -> Result<Value> {
+    let zero = b.full_like(r, Literal::Int(0));
+    let nonzero = b.compare(CompareDir::Ne, r, &zero)?;
+    let r_neg = b.compare(CompareDir::Lt, r, &zero)?;
+    let y_neg = b.compare(CompareDir::Lt, y, &zero)?;
+    let differ = b.xor(&r_neg, &y_neg)?;
+    Ok(b.and(&nonzero, &differ)?)
+}
+
 fn floor_div_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     if x.dtype().is_float() {
         return float_floor_div(b, x, y);
@@ -89,12 +96,7 @@ fn floor_div_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
         return Ok(q);
     }
     let r = b.rem(x, y)?;
-    let zero = b.full_like(x, Literal::Int(0));
-    let r_nz = b.compare(CompareDir::Ne, &r, &zero)?;
-    let xr = b.compare(CompareDir::Lt, &r, &zero)?;
-    let yn = b.compare(CompareDir::Lt, y, &zero)?;
-    let diff = b.xor(&xr, &yn)?;
-    let adjust = b.and(&r_nz, &diff)?;
+    let adjust = remainder_against_divisor(b, &r, y)?;
     let one = b.full_like(x, Literal::Int(1));
     let qm = b.sub(&q, &one)?;
     Ok(b.select(&adjust, &qm, &q)?)
@@ -153,12 +155,7 @@ fn remainder_of(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
     if x.dtype().is_unsigned() {
         return Ok(r);
     }
-    let zero = b.full_like(x, Literal::Int(0));
-    let r_nz = b.compare(CompareDir::Ne, &r, &zero)?;
-    let rn = b.compare(CompareDir::Lt, &r, &zero)?;
-    let yn = b.compare(CompareDir::Lt, y, &zero)?;
-    let diff = b.xor(&rn, &yn)?;
-    let adjust = b.and(&r_nz, &diff)?;
+    let adjust = remainder_against_divisor(b, &r, y)?;
     let ry = b.add(&r, y)?;
     Ok(b.select(&adjust, &ry, &r)?)
 }

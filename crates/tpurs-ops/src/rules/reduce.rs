@@ -475,7 +475,7 @@ fn squared_magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.add(&re2, &im2)?)
 }
 
-/// `logsumexp` and `out=`: `log(sum(exp(x - m))) + m` with `m` the max (0 where infinite).
+/// `logsumexp` and `out=`.
 fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
     let dtype = float_dtype(ty.dtype, ctx.default_float());
@@ -484,13 +484,25 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
     let x = b.convert(&x, opmath(dtype));
+    let r = logsumexp_of(b, &x, &dims, keepdim)?;
+    one(b.convert(&r, dtype))
+}
+
+/// `log(sum(exp(x - m))) + m` over `dims` with `m` the max (0 where infinite), in `x`'s
+/// type.
+pub(crate) fn logsumexp_of(
+    b: &mut Builder,
+    x: &Value,
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Value> {
     // A complex input shifts by the largest real part, as CPU does.
     let re = if x.dtype().is_complex() {
-        b.real(&x)
+        b.real(x)
     } else {
         x.clone()
     };
-    let m = extreme(b, &re, &dims, true, true)?;
+    let m = extreme(b, &re, dims, true, true)?;
     let inf = b.full_like(&m, Literal::Float(f64::INFINITY));
     let zero = b.full_like(&m, Literal::Int(0));
     let am = b.abs(&m);
@@ -498,17 +510,16 @@ fn logsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let m = b.select(&is_inf, &zero, &m)?;
     let m = crate::dtype::cast(b, &m, x.dtype())?;
     let mb = expand(b, &m, x.shape())?;
-    let sh = b.sub(&x, &mb)?;
+    let sh = b.sub(x, &mb)?;
     let e = super::complex::exp_of(b, &sh)?;
-    let s = reduce(b, &e, &dims, Literal::Int(0), add_c, keepdim)?;
+    let s = reduce(b, &e, dims, Literal::Int(0), add_c, keepdim)?;
     let l = super::complex_math::log_of(b, &s)?;
     let m = if keepdim {
         m
     } else {
         b.reshape(&m, l.shape())?
     };
-    let r = b.add(&l, &m)?;
-    one(b.convert(&r, dtype))
+    Ok(b.add(&l, &m)?)
 }
 
 /// Inclusive scan of `x` along `dim` with `f` (identity `init`), by log-step doubling:

@@ -18,6 +18,15 @@ impl Value {
         self.ty.dtype
     }
 
+    /// The same value seen as `dtype`, when both types have one MLIR spelling (complex32
+    /// and complex64 values are both `complex<f32>`).
+    pub fn spelled_as(&self, dtype: DType) -> Option<Value> {
+        (self.dtype().mlir() == dtype.mlir()).then(|| Value {
+            name: self.name.clone(),
+            ty: self.ty.with_dtype(dtype),
+        })
+    }
+
     /// Shape of the value.
     pub fn shape(&self) -> &[i64] {
         &self.ty.shape

@@ -18,7 +18,8 @@ pub enum FftKind {
 }
 
 impl Builder {
-    /// The complex tensor `re + i im` (parts of one real type and shape).
+    /// The complex tensor `re + i im` (parts of one real type and shape). Half-precision
+    /// parts give complex32, assembled in f32.
     pub fn complex(&mut self, re: &Value, im: &Value) -> Result<Value> {
         if re.ty != im.ty || !re.dtype().is_float() {
             return invalid(
@@ -26,26 +27,54 @@ impl Builder {
                 format!("parts must share one float type: {} vs {}", re.ty, im.ty),
             );
         }
-        let ty = re.ty.with_dtype(re.dtype().to_complex());
-        Ok(self.emit1("stablehlo.complex", &[re, im], "", ty))
+        let dtype = re.dtype().to_complex();
+        let computed = dtype.computed_as();
+        let (re, im) = if computed == dtype {
+            (re.clone(), im.clone())
+        } else {
+            let part = computed.real_part();
+            (self.convert(re, part), self.convert(im, part))
+        };
+        let z = self.emit1(
+            "stablehlo.complex",
+            &[&re, &im],
+            "",
+            re.ty.with_dtype(computed),
+        );
+        Ok(z.spelled_as(dtype)
+            .expect("complex32 is spelled as complex64"))
     }
 
     /// The real part of a complex tensor.
     pub fn real(&mut self, x: &Value) -> Value {
-        let ty = x.ty.with_dtype(x.dtype().real_part());
-        self.emit1("stablehlo.real", &[x], "", ty)
+        self.part_op("stablehlo.real", x)
     }
 
     /// `|x|` of a complex tensor, in its parts' real type.
     pub fn magnitude(&mut self, x: &Value) -> Value {
-        let ty = x.ty.with_dtype(x.dtype().real_part());
-        self.emit1("stablehlo.abs", &[x], "", ty)
+        self.part_op("stablehlo.abs", x)
     }
 
     /// The imaginary part of a complex tensor.
     pub fn imag(&mut self, x: &Value) -> Value {
-        let ty = x.ty.with_dtype(x.dtype().real_part());
-        self.emit1("stablehlo.imag", &[x], "", ty)
+        self.part_op("stablehlo.imag", x)
+    }
+
+    /// A complex -> real op, computed in the type `x` is computed in and converted to the
+    /// type of its parts.
+    fn part_op(&mut self, op: &str, x: &Value) -> Value {
+        let computed = x.dtype().computed_as().real_part();
+        let y = self.emit1(op, &[x], "", x.ty.with_dtype(computed));
+        self.convert(&y, x.dtype().real_part())
+    }
+
+    /// `x` (complex32) with both parts rounded to half precision, as a stored complex32
+    /// holds them.
+    pub fn round_complex32(&mut self, x: &Value) -> Value {
+        let re = self.real(x);
+        let im = self.imag(x);
+        self.complex(&re, &im)
+            .expect("the parts of one value share their type")
     }
 
     /// The transform `kind` over the trailing `lengths.len()` (1 to 3) dimensions; `lengths`

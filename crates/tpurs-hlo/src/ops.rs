@@ -225,12 +225,24 @@ impl Builder {
         self.emit1("stablehlo.clamp", &[lo, x, hi], "", x.ty.clone())
     }
 
-    /// Converts elements to another type (identity when the types already match).
+    /// Converts elements to another type (identity when the types already match). A
+    /// complex32 result has its parts rounded to half precision.
     pub fn convert(&mut self, x: &Value, dtype: DType) -> Value {
         if x.dtype() == dtype {
             return x.clone();
         }
-        self.emit1("stablehlo.convert", &[x], "", x.ty.with_dtype(dtype))
+        if let Some(same) = x.spelled_as(dtype).filter(|_| dtype != DType::C32) {
+            return same;
+        }
+        let computed = dtype.computed_as();
+        let y = match x.spelled_as(computed) {
+            Some(y) => y,
+            None => self.emit1("stablehlo.convert", &[x], "", x.ty.with_dtype(computed)),
+        };
+        match y.spelled_as(dtype) {
+            Some(z) if computed != dtype => self.round_complex32(&z),
+            _ => y,
+        }
     }
 
     /// Reinterprets the bits of each element as another type of the same width.

@@ -31,6 +31,10 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// `complex<f16>` as torch stores it (half-precision parts), computed as `complex<f32>`:
+    /// StableHLO has no half-precision complex type, so a value of this type is a
+    /// `complex<f32>` whose parts hold half-precision numbers where it is stored.
+    C32,
     /// `complex<f32>`
     C64,
     /// `complex<f64>`
@@ -54,7 +58,7 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
-            DType::C64 => "complex<f32>",
+            DType::C32 | DType::C64 => "complex<f32>",
             DType::C128 => "complex<f64>",
         }
     }
@@ -66,23 +70,35 @@ impl DType {
 
     /// True for the complex types.
     pub fn is_complex(self) -> bool {
-        matches!(self, DType::C64 | DType::C128)
+        matches!(self, DType::C32 | DType::C64 | DType::C128)
     }
 
     /// The real type of a complex type's parts (the type itself for real types).
     pub fn real_part(self) -> DType {
         match self {
+            DType::C32 => DType::F16,
             DType::C64 => DType::F32,
             DType::C128 => DType::F64,
             d => d,
         }
     }
 
-    /// The complex type whose parts are `self` (f32 and narrower give complex64).
+    /// The complex type whose parts are `self` (f16 gives complex32, the other types
+    /// f32 and narrower complex64).
     pub fn to_complex(self) -> DType {
         match self {
             DType::F64 | DType::C128 => DType::C128,
+            DType::F16 | DType::C32 => DType::C32,
             _ => DType::C64,
+        }
+    }
+
+    /// The type a value of this type is computed in: complex64 for complex32, itself
+    /// otherwise.
+    pub fn computed_as(self) -> DType {
+        match self {
+            DType::C32 => DType::C64,
+            d => d,
         }
     }
 
@@ -101,7 +117,7 @@ impl DType {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I32 | DType::U32 | DType::F32 | DType::C32 => 4,
             DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
             DType::C128 => 16,
         }
@@ -216,7 +232,13 @@ impl Literal {
             DType::F64 => format!("0x{:016X}", self.as_f64().to_bits()),
             DType::F16 => format!("0x{:04X}", half::f16::from_f64(self.as_f64()).to_bits()),
             DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(self.as_f64()).to_bits()),
-            // A real value as a complex element has imaginary part zero.
+            // A real value as a complex element has imaginary part zero. Complex32 parts are
+            // rounded to half precision, then spelled as f32.
+            DType::C32 => {
+                let half = |x: f64| Literal::Float(half::f16::from_f64(x).to_f64());
+                let (re, im) = (half(self.as_f64()), half(self.imag()));
+                format!("({}, {})", re.mlir(DType::F32), im.mlir(DType::F32))
+            }
             DType::C64 | DType::C128 => {
                 let part = dtype.real_part();
                 let im = Literal::Float(self.imag()).mlir(part);

@@ -15,6 +15,7 @@ pub fn from_scalar_type(code: i32) -> Option<DType> {
         5 => DType::F16,
         6 => DType::F32,
         7 => DType::F64,
+        8 => DType::C32,
         9 => DType::C64,
         10 => DType::C128,
         11 => DType::Bool,
@@ -37,6 +38,7 @@ pub fn to_scalar_type(dtype: DType) -> i32 {
         DType::F16 => 5,
         DType::F32 => 6,
         DType::F64 => 7,
+        DType::C32 => 8,
         DType::C64 => 9,
         DType::C128 => 10,
         DType::Bool => 11,
@@ -68,6 +70,7 @@ pub fn torch_name(dtype: DType) -> &'static str {
         DType::F16 => "Half",
         DType::F32 => "Float",
         DType::F64 => "Double",
+        DType::C32 => "ComplexHalf",
         DType::C64 => "ComplexFloat",
         DType::C128 => "ComplexDouble",
         DType::Bool => "Bool",
@@ -319,6 +322,11 @@ mod tests {
         // Complex: the wider part wins; a lower-priority complex keeps a float's precision.
         assert_eq!(promote(F64, C64), C128);
         assert_eq!(promote(I64, C64), C64);
+        assert_eq!(promote(C32, F16), C32);
+        assert_eq!(promote(C32, I64), C32);
+        assert_eq!(promote(C32, BF16), C64);
+        assert_eq!(promote(C32, F32), C64);
+        assert_eq!(promote(C32, C128), C128);
         assert_eq!(result_type(&[(F32, Dim), (C128, ZeroDim)], F32), C64);
         assert_eq!(result_type(&[(I64, Dim), (C128, ZeroDim)], F32), C128);
         assert!(!can_cast(C64, F64));

@@ -235,7 +235,12 @@ impl<'a> EagerInputs<'a> {
         if check_cast {
             check_can_cast(value.dtype(), meta.dtype)?;
         }
-        let value = b.convert(&value, meta.dtype);
+        // A conversion to complex32 rounds already.
+        let value = if value.dtype() == meta.dtype {
+            stored(b, &value)
+        } else {
+            b.convert(&value, meta.dtype)
+        };
         if value.shape() != meta.sizes.as_slice() {
             if target.is_out {
                 self.replaced[k] = Some(value);
@@ -395,6 +400,7 @@ pub fn lower_into<'a>(
     let mut out_values = Vec::new();
     for v in fresh {
         outputs.push(OutputSpec::Fresh(v.ty.clone()));
+        let v = stored(&mut b, &v);
         out_values.push(b.reshape(&v, &[v.ty.numel()])?);
     }
     for (slot, cur) in inputs.storage_current.iter().enumerate() {
@@ -422,4 +428,14 @@ pub fn lower_into<'a>(
             values: out_values,
         },
     ))
+}
+
+/// `v` as a storage holds it: complex32 values are computed in complex64 and rounded to
+/// half-precision parts where an op's result is stored, as CPU PyTorch rounds each op's.
+fn stored(b: &mut Builder, v: &Value) -> Value {
+    if v.dtype() == DType::C32 {
+        b.round_complex32(v)
+    } else {
+        v.clone()
+    }
 }

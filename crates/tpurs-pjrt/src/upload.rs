@@ -40,6 +40,15 @@ impl HostBytes {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `new`'s contract keeps `len` bytes at `ptr` readable while `self` lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
 }
 
 /// An upload in flight: holds the host bytes until the plugin is done reading them.

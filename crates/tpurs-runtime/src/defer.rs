@@ -27,7 +27,7 @@ use crate::metrics::bump;
 use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::storage::{Contents, Flat, Storage};
-use crate::transfer::dtype_of_element;
+use crate::transfer::{dtype_of_element, element_type};
 
 /// How a recorded op's parameter is fed.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +153,7 @@ impl Batch {
                     storages
                         .iter()
                         .any(|s| std::ptr::eq(w.as_ptr(), Arc::as_ptr(s)))
-                }) && dtype_of_element(buffer.element_type()) == ty.dtype
+                }) && buffer.element_type() == element_type(ty.dtype)
                     && buffer.dims() == ty.shape.as_slice()
                     && !pairs.iter().any(|(j, _)| j == k)
             });
@@ -355,11 +355,15 @@ struct Feed<'a> {
 }
 
 impl ParamProvider for Feed<'_> {
-    fn value(&mut self, _b: &mut Builder, _source: ParamSource, _ty: TensorType) -> Value {
+    fn value(&mut self, _b: &mut Builder, _source: ParamSource, ty: TensorType) -> Value {
         let b = self.bindings[self.next];
         self.next += 1;
         match b {
-            Binding::External(k) => self.externals[k as usize].clone(),
+            // A complex32 storage's buffer is a complex64 one.
+            Binding::External(k) => {
+                let v = &self.externals[k as usize];
+                v.spelled_as(ty.dtype).unwrap_or_else(|| v.clone())
+            }
             Binding::Node(n) => self.nodes[n as usize].clone(),
         }
     }

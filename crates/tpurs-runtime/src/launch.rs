@@ -51,23 +51,23 @@ pub(crate) struct CallDesc<'a> {
     pub precision: Precision,
 }
 
-/// The element type of a ScalarType code; other dtypes (complex32, float8, quantized) raise
+/// The element type of a ScalarType code; other dtypes (float8, quantized) raise
 /// `NotImplementedError`, as torch does for a dtype a kernel does not handle.
 pub(crate) fn dtype_of(code: i32) -> Result<DType> {
     from_scalar_type(code).ok_or_else(|| unsupported(code))
 }
 
 /// ScalarType codes of the complex dtypes the device stores.
-const COMPLEX_CODES: [i32; 2] = [9, 10];
+const COMPLEX_CODES: [i32; 3] = [8, 9, 10];
 
 /// Refuses a complex dtype (of a tensor or a host number) for an op whose rule does not
 /// handle complex values.
 fn check_real(code: i32, entry: &OpEntry, complex_ok: bool) -> Result<()> {
     if COMPLEX_CODES.contains(&code) && !complex_ok {
-        let name = if code == 9 {
-            "ComplexFloat"
-        } else {
-            "ComplexDouble"
+        let name = match code {
+            8 => "ComplexHalf",
+            9 => "ComplexFloat",
+            _ => "ComplexDouble",
         };
         return invalid(
             ErrorKind::Uncovered,
@@ -83,9 +83,6 @@ fn check_real(code: i32, entry: &OpEntry, complex_ok: bool) -> Result<()> {
 fn unsupported(code: i32) -> crate::Error {
     {
         let name = match code {
-            8 => "ComplexHalf",
-            9 => "ComplexFloat",
-            10 => "ComplexDouble",
             12..=14 | 16 => "a quantized dtype",
             23..=26 => "a float8 dtype",
             _ => "this dtype",
@@ -381,6 +378,10 @@ pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
         Literal::Float(x) | Literal::Complex(x, _) => x as i64,
     };
     match dtype {
+        DType::C32 => [f, v.imag()]
+            .iter()
+            .flat_map(|&p| half::f16::from_f64(p).to_f32().to_le_bytes())
+            .collect(),
         DType::C64 => [f as f32, v.imag() as f32]
             .iter()
             .flat_map(|p| p.to_le_bytes())

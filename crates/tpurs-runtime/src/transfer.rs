@@ -13,7 +13,7 @@ use crate::profile::{now_ns, SpanKind};
 use crate::runtime::Runtime;
 use crate::storage::{Contents, Flat};
 
-/// The PJRT element type of a dtype.
+/// The PJRT element type of a dtype (complex32 is held as complex64).
 pub(crate) fn element_type(d: DType) -> ElementType {
     match d {
         DType::Bool => ElementType::Pred,
@@ -29,9 +29,41 @@ pub(crate) fn element_type(d: DType) -> ElementType {
         DType::BF16 => ElementType::BF16,
         DType::F32 => ElementType::F32,
         DType::F64 => ElementType::F64,
-        DType::C64 => ElementType::C64,
+        DType::C32 | DType::C64 => ElementType::C64,
         DType::C128 => ElementType::C128,
     }
+}
+
+/// Host bytes of `dtype` (as torch holds them) as the device buffer holds them: complex32
+/// parts widened to f32, other types as they are.
+fn to_device_bytes(dtype: DType, bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if dtype != DType::C32 {
+        return bytes.into();
+    }
+    bytes
+        .chunks_exact(2)
+        .flat_map(|p| {
+            half::f16::from_le_bytes([p[0], p[1]])
+                .to_f32()
+                .to_le_bytes()
+        })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// Reads `buffer` (of `dtype`) into `out` as torch holds the type: complex32 parts are
+/// narrowed back to half precision (exactly: the device keeps them rounded).
+fn buffer_to_host(buffer: &Buffer, dtype: DType, out: &mut [u8]) -> Result<()> {
+    if dtype != DType::C32 {
+        return Ok(buffer.to_host(out)?);
+    }
+    let mut wide = vec![0u8; out.len() * 2];
+    buffer.to_host(&mut wide)?;
+    for (o, w) in out.chunks_exact_mut(2).zip(wide.chunks_exact(4)) {
+        let part = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        o.copy_from_slice(&half::f16::from_f32(part).to_le_bytes());
+    }
+    Ok(())
 }
 
 /// The dtype of a PJRT element type.
@@ -57,7 +89,7 @@ pub(crate) fn dtype_of_element(e: ElementType) -> DType {
 
 /// A zero-filled flat buffer.
 pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Result<Flat> {
-    let bytes = vec![0u8; numel as usize * dtype.byte_size()];
+    let bytes = vec![0u8; numel as usize * element_type(dtype).byte_size()];
     let buffer = rt
         .client
         .buffer_from_host(&bytes, element_type(dtype), &[numel], device)?;
@@ -239,9 +271,12 @@ pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Res
     let dst = View::new(dst)?;
     check_upload_size(&dst, bytes.len())?;
     let start = rt.profile.on(SpanKind::Copy).then(now_ns);
-    let buffer =
-        rt.client
-            .buffer_from_host(bytes, element_type(dst.dtype), &[dst.numel()], dst.device())?;
+    let buffer = rt.client.buffer_from_host(
+        &to_device_bytes(dst.dtype, bytes),
+        element_type(dst.dtype),
+        &[dst.numel()],
+        dst.device(),
+    )?;
     finish_upload(rt, &dst, buffer, bytes.len(), start)
 }
 
@@ -250,7 +285,12 @@ pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Res
 /// memory). The bytes are released once the plugin is done, at the latest at the next
 /// `synchronize`.
 pub(crate) fn copy_from_host_async(rt: &Runtime, dst: &TensorRef, bytes: HostBytes) -> Result<()> {
+    let dst_ref = dst;
     let dst = View::new(dst)?;
+    if dst.dtype == DType::C32 {
+        // The device holds complex32 widened, so the plugin cannot read torch's bytes.
+        return copy_from_host(rt, dst_ref, bytes.as_slice());
+    }
     check_upload_size(&dst, bytes.len())?;
     let len = bytes.len();
     let start = rt.profile.on(SpanKind::Copy).then(now_ns);
@@ -322,7 +362,7 @@ pub(crate) fn copy_to_host(rt: &Runtime, src: &TensorRef, out: &mut [u8]) -> Res
     rt.raise_checks()?;
     let start = rt.profile.on(SpanKind::Copy).then(now_ns);
     let flat = read_flat(rt, &src)?;
-    flat.buffer.to_host(out)?;
+    buffer_to_host(&flat.buffer, flat.dtype, out)?;
     bump(&rt.metrics.d2h_bytes, out.len() as u64);
     if let Some(start) = start {
         record_copy(rt, "copy device to host", src.device(), out.len(), start);

@@ -8,8 +8,8 @@ use tpurs_hlo::{Builder, CompareDir, DType, FftKind, Literal, Value};
 
 use super::{one, operands, wrap_dim};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::torch_name;
-use crate::error::{runtime, Error, Result};
+use crate::dtype::{opmath, torch_name};
+use crate::error::{runtime, Result};
 use crate::table::Registry;
 
 /// `kind` along dimension `dim` of length `n` (the real signal's length for `Rfft` and
@@ -127,7 +127,7 @@ fn complex(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// CPU PyTorch's checks on the two parts of `complex` and `polar`: Half, Float or Double,
-/// both of one type. Half parts make a ComplexHalf, which the device does not hold.
+/// both of one type (Half parts make a ComplexHalf).
 fn check_parts(ctx: &Ctx) -> Result<DType> {
     let (a, b) = (ctx.ty(0)?.dtype, ctx.ty(1)?.dtype);
     let part = |d: DType| matches!(d, DType::F16 | DType::F32 | DType::F64);
@@ -145,16 +145,14 @@ fn check_parts(ctx: &Ctx) -> Result<DType> {
             torch_name(b)
         ));
     }
-    if a == DType::F16 {
-        return Err(Error::Uncovered("ComplexHalf results".into()));
-    }
     Ok(a)
 }
 
-/// `polar(abs, angle)`: `abs * (cos(angle) + i sin(angle))`.
+/// `polar(abs, angle)`: `abs * (cos(angle) + i sin(angle))`, computed in opmath and
+/// rounded once, as CPU does for Half parts.
 fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let d = check_parts(ctx)?;
-    let v = operands(ctx, &[0, 1], d)?;
+    let v = operands(ctx, &[0, 1], opmath(d))?;
     let b = &mut ctx.b;
     let (r, t) = broadcast_pair(b, &v[0], &v[1])?;
     let (c, s) = (b.cos(&t), b.sin(&t));

@@ -246,7 +246,7 @@ fn max_of(dtype: DType) -> i128 {
         DType::U32 => u32::MAX as i128,
         DType::I64 => i64::MAX as i128,
         DType::U64 => u64::MAX as i128,
-        DType::F16 => 1 << 11,
+        DType::F16 | DType::C32 => 1 << 11,
         DType::BF16 => 1 << 8,
         DType::F32 | DType::C64 => 1 << 24,
         DType::F64 | DType::C128 => 1 << 53,

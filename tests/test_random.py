@@ -84,12 +84,18 @@ def test_random_errors():
         torch.empty(3, dtype=torch.uint8, device="tpu").random_(0, 300)
     with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
         torch.empty(3, device="tpu").bernoulli_(1.5)
-    # A std tensor is checked element by element on the device, raised at the next read.
-    for std in ([1.0, -1.0, 2.0], [1.0, float("nan")]):
-        with no_fallback():
-            drawn = torch.normal(torch.zeros(len(std), device="tpu"), torch.tensor(std, device="tpu"))
-        with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
-            drawn.cpu()
+    # A std tensor is checked element by element on the device and, as PyTorch waits for
+    # this check on every device, raised by the call itself, in each eager mode.
+    for mode in ("DEFER_AND_FUSE", "DEFER_NEVER"):
+        torch.tpu.set_eager_mode(mode)
+        try:
+            for std in ([1.0, -1.0, 2.0], [1.0, float("nan")]):
+                with no_fallback(), pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+                    torch.normal(torch.zeros(len(std), device="tpu"), torch.tensor(std, device="tpu"))
+                # Nothing is left pending for the next read.
+                assert (torch.ones(2, device="tpu") + 1).tolist() == [2.0, 2.0]
+        finally:
+            torch.tpu.set_eager_mode("DEFER_AND_FUSE")
     with no_fallback():
         fine = torch.normal(0.0, torch.tensor([1.0, 0.0], device="tpu")).cpu()
     assert fine[1] == 0.0

@@ -3,6 +3,8 @@
 //! result, as one extra `i64[2]` output `[failed, offending value]`; the runtime reads it at
 //! the next point where the host waits anyway and raises there (at the op itself in
 //! launch-blocking mode), as CUDA's device-side assertions do. No extra launch, no sync.
+//! The few conditions PyTorch itself reads on the host on every device (normal's std) are
+//! read at the op instead ([`Check::at_op`]).
 //! `TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves them out of programs.
 
 use std::sync::OnceLock;
@@ -27,6 +29,10 @@ pub struct Check {
     pub kind: CheckKind,
     /// The message (CPU PyTorch's wording), `{}` standing for the offending value.
     pub message: String,
+    /// Read at the op itself, not at the next host wait: PyTorch waits for this condition
+    /// on every device (normal's `std.min().ge(0).item()`), so code relies on the error
+    /// coming from the call.
+    pub at_op: bool,
 }
 
 impl Check {

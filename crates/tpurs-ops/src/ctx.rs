@@ -503,7 +503,15 @@ impl<'a> Ctx<'a> {
         }
         if let Some(v) = checks::out_of_range(&mut self.b, idx, lo, hi)? {
             let message = message.into();
-            self.checks.push((v, Check { kind, message }));
+            let at_op = false;
+            self.checks.push((
+                v,
+                Check {
+                    kind,
+                    message,
+                    at_op,
+                },
+            ));
         }
         Ok(())
     }
@@ -511,10 +519,27 @@ impl<'a> Ctx<'a> {
     /// Raises `message` (an exception of `kind`) at the next host wait unless the 0-d
     /// predicate `ok` holds: checked on the device, inside this program.
     pub fn check_that(&mut self, ok: &Value, kind: CheckKind, message: &str) -> Result<()> {
+        self.push_holds(ok, kind, message, false)
+    }
+
+    fn push_holds(
+        &mut self,
+        ok: &Value,
+        kind: CheckKind,
+        message: &str,
+        at_op: bool,
+    ) -> Result<()> {
         if checks::enabled() {
             let v = checks::holds(&mut self.b, ok)?;
             let message = message.to_string();
-            self.checks.push((v, Check { kind, message }));
+            self.checks.push((
+                v,
+                Check {
+                    kind,
+                    message,
+                    at_op,
+                },
+            ));
         }
         Ok(())
     }
@@ -522,6 +547,22 @@ impl<'a> Ctx<'a> {
     /// Raises `message` (an exception of `kind`) at the next host wait unless every element
     /// of the boolean `pred` is true: checked on the device, inside this program.
     pub fn check_all(&mut self, pred: &Value, kind: CheckKind, message: &str) -> Result<()> {
+        self.push_all(pred, kind, message, false)
+    }
+
+    /// [`Ctx::check_all`] read at the op itself: for the conditions PyTorch waits for on
+    /// every device, so code expects the error from the call.
+    pub fn check_all_at_op(&mut self, pred: &Value, kind: CheckKind, message: &str) -> Result<()> {
+        self.push_all(pred, kind, message, true)
+    }
+
+    fn push_all(
+        &mut self,
+        pred: &Value,
+        kind: CheckKind,
+        message: &str,
+        at_op: bool,
+    ) -> Result<()> {
         if !checks::enabled() {
             return Ok(());
         }
@@ -530,7 +571,7 @@ impl<'a> Ctx<'a> {
         let ok = self.b.reduce(&flat, &all, &[0], |b, x, y| {
             b.and(x, y).expect("same types")
         });
-        self.check_that(&ok, kind, message)
+        self.push_holds(&ok, kind, message, at_op)
     }
 
     /// Ends the rule: the builder, the values written with [`Ctx::write`], the final

@@ -463,10 +463,11 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
             Produced::Pending(first),
             Some(&mut batch),
         );
-        if ends {
+        if ends || checks_at_op(&plan) {
             batch.flush(rt, dev)?;
         }
-        return out;
+        drop(batch);
+        return raise_at_op(rt, &plan, out);
     }
     // Launching on its own: anything deferred earlier goes first.
     batch.flush(rt, dev)?;
@@ -497,7 +498,25 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
             }
         }
     }
-    finish(rt, s, &plan, dev, Produced::Buffers(outs), None)
+    let out = finish(rt, s, &plan, dev, Produced::Buffers(outs), None);
+    raise_at_op(rt, &plan, out)
+}
+
+/// Whether the op's program carries a check PyTorch reads at the op.
+fn checks_at_op(plan: &Plan) -> bool {
+    plan.lowered
+        .outputs
+        .iter()
+        .any(|o| matches!(o, tpurs_ops::OutputSpec::Check(c) if c.at_op))
+}
+
+/// `out`, unless the op carries a check read at the op and a launched check failed.
+fn raise_at_op<T>(rt: &Runtime, plan: &Plan, out: Result<T>) -> Result<T> {
+    let out = out?;
+    if checks_at_op(plan) {
+        rt.raise_checks()?;
+    }
+    Ok(out)
 }
 
 /// The current buffer of storage slot `slot`, zero-filled if it was never written.

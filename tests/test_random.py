@@ -2,6 +2,7 @@
 and reproducibility through torch.manual_seed / torch.tpu.manual_seed / rng state."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -302,3 +303,33 @@ def test_uniform_bounds_errors_match_cpu():
         for device in ("cpu", "tpu"):
             with no_fallback(), pytest.raises(RuntimeError, match=match):
                 torch.empty(3, device=device).uniform_(low, high)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.float16, torch.bfloat16, torch.float32])
+def test_randperm_is_a_permutation(dtype):
+    with no_fallback():
+        torch.manual_seed(5)
+        a = torch.randperm(200, dtype=dtype, device="tpu")
+        torch.manual_seed(5)
+        b = torch.randperm(200, dtype=dtype, device="tpu")
+        out = torch.empty(3, dtype=dtype, device="tpu")
+        torch.randperm(9, out=out)
+        empty = torch.randperm(0, dtype=dtype, device="tpu")
+    assert a.dtype == dtype and a.device.type == "tpu"
+    assert torch.equal(a.cpu(), b.cpu())
+    assert torch.equal(a.cpu().double().sort().values, torch.arange(200).double())
+    assert not torch.equal(a.cpu().double(), torch.arange(200).double())
+    assert out.shape == (9,) and sorted(out.cpu().tolist()) == list(range(9))
+    assert empty.shape == (0,)
+
+
+def test_randperm_is_uniform_and_checked_as_on_cpu():
+    with no_fallback():
+        firsts = torch.stack([torch.randperm(4, device="tpu")[0] for _ in range(400)]).cpu()
+    counts = torch.bincount(firsts, minlength=4)
+    assert counts.min() > 60, counts  # 100 each expected
+    for n, dtype in ((2050, torch.float16), (257, torch.uint8), (129, torch.int8), (3, torch.bool)):
+        with pytest.raises((RuntimeError, NotImplementedError)) as cpu:
+            torch.randperm(n, dtype=dtype)
+        with no_fallback(), pytest.raises(type(cpu.value), match=re.escape(str(cpu.value))):
+            torch.randperm(n, dtype=dtype, device="tpu")

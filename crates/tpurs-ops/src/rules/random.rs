@@ -1,6 +1,7 @@
 //! Random numbers from the per-device generator (`ctx.random_bits`): `uniform_`, `normal_`
 //! (and the `normal` Tensor overloads), `random_` (all overloads), `bernoulli` / `bernoulli_`,
-//! `exponential_`, `log_normal_`, `cauchy_`, `geometric_` and `multinomial`. `torch.rand` / `randn` /
+//! `exponential_`, `log_normal_`, `cauchy_`, `geometric_`, `multinomial` and `randperm`.
+//! `torch.rand` / `randn` /
 //! `randint` and their `_like` forms decompose into these.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
@@ -570,7 +571,55 @@ fn multinomial(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(out)
 }
 
+/// `randperm.out(n, out)` / `randperm.generator_out(n, generator, out)`: `0..n` ordered by
+/// random 64-bit keys (two 32-bit draws compared in turn, so ties are rare).
+fn randperm(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let n = ctx.int(0)?;
+    let out = if ctx.overload() == "generator_out" {
+        2
+    } else {
+        1
+    };
+    let dtype = ctx.ty(out)?.dtype;
+    if dtype == DType::Bool || dtype.is_complex() {
+        return Err(not_for("randperm", dtype));
+    }
+    let float_limit = match dtype {
+        DType::F16 => Some(("Half", (1i64 << 11) + 1)),
+        DType::F32 => Some(("Float", (1 << 24) + 1)),
+        DType::F64 => Some(("Double", (1 << 53) + 1)),
+        _ => None,
+    };
+    if let Some((name, limit)) = float_limit.filter(|&(_, limit)| n > limit) {
+        return runtime(format!("n cannot be greater than {limit} for {name} type."));
+    }
+    if dtype.is_int() && n > 0 && (n - 1) as i128 > max_of(dtype) {
+        let bits = dtype.byte_size() * 8;
+        let sign = if dtype.is_unsigned() { "u" } else { "" };
+        return runtime(format!(
+            "value cannot be converted to type {sign}int{bits}_t without overflow"
+        ));
+    }
+    if n == 0 {
+        return one(ctx.b.splat(Literal::Int(0), &TensorType::new(dtype, [0])));
+    }
+    let hi = ctx.random_bits(&[n]);
+    let lo = ctx.random_bits(&[n]);
+    let b = &mut ctx.b;
+    let idx = b.iota(&TensorType::new(DType::I64, [n]), 0);
+    let sorted = b.sort(&[&hi, &lo, &idx], 0, |b, s| {
+        let below = b.compare(CompareDir::Lt, &s[0], &s[1]).expect("same types");
+        let tied = b.compare(CompareDir::Eq, &s[0], &s[1]).expect("same types");
+        let lo_below = b.compare(CompareDir::Lt, &s[2], &s[3]).expect("same types");
+        let then_lo = b.and(&tied, &lo_below).expect("same types");
+        b.or(&below, &then_lo).expect("same types")
+    });
+    one(b.convert(&sorted[2], dtype))
+}
+
 pub(crate) fn register(reg: &mut Registry) {
+    reg.ops(&["randperm.out", "randperm.generator_out"], randperm)
+        .any_cast();
     reg.ops(&["uniform_", "uniform", "uniform.out"], uniform)
         .complex();
     reg.ops(&["normal_", "normal.out"], normal).complex();

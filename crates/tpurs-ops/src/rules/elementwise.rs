@@ -5,6 +5,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::extremum;
 use super::complex::{div_of, exp_of, scale};
+use super::complex_inverse::{inverse_of, Inverse};
 use super::complex_math::{
     expm1_of, log1p_of, log_of, pow_of, real_sinh_cosh, sgn_of, sigmoid_of, sqrt_of, trig_of, Trig,
 };
@@ -98,12 +99,15 @@ float_unary! {
     erf => erf_of,
     sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
     cosh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cosh) } else { Ok(real_sinh_cosh(b, x)?.1) },
-    atan => |b, x| { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
-    asin => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(x, &c)?) },
-    acos => |b, x| { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(&c, x)?) },
-    asinh => asinh_of,
-    acosh => acosh_of,
+    atan => |b, x| if x.dtype().is_complex() { inverse_of(b, x, Inverse::Atan) } else { let one = full(b, x, 1.0); Ok(b.atan2(x, &one)?) },
+    asin => |b, x| if x.dtype().is_complex() { inverse_of(b, x, Inverse::Asin) } else { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(x, &c)?) },
+    acos => |b, x| if x.dtype().is_complex() { inverse_of(b, x, Inverse::Acos) } else { let c = sqrt_one_minus_sq(b, x)?; Ok(b.atan2(&c, x)?) },
+    asinh => |b, x| if x.dtype().is_complex() { inverse_of(b, x, Inverse::Asinh) } else { asinh_of(b, x) },
+    acosh => |b, x| if x.dtype().is_complex() { inverse_of(b, x, Inverse::Acosh) } else { acosh_of(b, x) },
     atanh => |b, x| {
+        if x.dtype().is_complex() {
+            return inverse_of(b, x, Inverse::Atanh);
+        }
         // 0.5 * log1p(2|x| / (1 - |x|)) with x's sign (1 - |x| is exact near 1, 1 + x is
         // not near -1): inf at 1, NaN beyond.
         let a = b.abs(x);
@@ -130,7 +134,7 @@ fn sqrt_one_minus_sq(b: &mut Builder, x: &Value) -> Result<Value> {
 const HUGE: f64 = 1e9;
 
 /// `sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))`, accurate near 0 and for large `|x|`.
-fn asinh_of(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(crate) fn asinh_of(b: &mut Builder, x: &Value) -> Result<Value> {
     let a = b.abs(x);
     let one = full(b, x, 1.0);
     let a2 = b.mul(&a, &a)?;
@@ -488,8 +492,7 @@ pub(super) fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 /// Registers the family.
 pub(crate) fn register(reg: &mut Registry) {
-    // Complex values where XLA's special values (infinite and NaN parts) match CPU's; the
-    // inverse trig functions fall back to the CPU for complex input.
+    // Complex values, with CPU's special values (infinite and NaN parts).
     reg.ops(variants!("exp"), exp).complex();
     reg.ops(variants!("exp2"), exp2).complex();
     reg.ops(variants!("expm1"), expm1).complex();
@@ -505,12 +508,12 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("tanh"), tanh).complex();
     reg.ops(variants!("sinh"), sinh).complex();
     reg.ops(variants!("cosh"), cosh).complex();
-    reg.ops(variants!("atan"), atan);
-    reg.ops(variants!("asin"), asin);
-    reg.ops(variants!("acos"), acos);
-    reg.ops(variants!("asinh"), asinh);
-    reg.ops(variants!("acosh"), acosh);
-    reg.ops(variants!("atanh"), atanh);
+    reg.ops(variants!("atan"), atan).complex();
+    reg.ops(variants!("asin"), asin).complex();
+    reg.ops(variants!("acos"), acos).complex();
+    reg.ops(variants!("asinh"), asinh).complex();
+    reg.ops(variants!("acosh"), acosh).complex();
+    reg.ops(variants!("atanh"), atanh).complex();
     reg.ops(binary_variants!("copysign"), copysign);
     reg.ops(&["hypot", "hypot_", "hypot.out"], hypot);
     reg.ops(&["angle", "angle.out"], angle);

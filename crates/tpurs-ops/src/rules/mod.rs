@@ -24,6 +24,7 @@ mod batch_norm;
 mod bessel;
 mod combine;
 mod complex;
+mod complex_inverse;
 mod complex_math;
 mod conv;
 mod conv_patches;

@@ -192,16 +192,18 @@ def test_ops_without_a_complex_lowering_fall_back():
         "import torch\n"
         "c = torch.complex(torch.randn(5), torch.randn(5))\n"
         "try:\n"
-        "    y = c.to('tpu').asin().cpu()\n"
-        "    torch.testing.assert_close(y, c.asin())\n"
-        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::asin', 0))\n"
+        "    y = c.to('tpu').logcumsumexp(0).cpu()\n"
+        "    torch.testing.assert_close(y, c.logcumsumexp(0))\n"
+        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::_logcumsumexp', 0))\n"
         "except NotImplementedError as e:\n"
         "    print('refused', e)\n"
     )
     loose = run_python(code)
     assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
     strict = run_python(code, TPURS_FALLBACK="error")
-    assert "refused tpurs: asin has no lowering for ComplexFloat" in strict.stdout, strict.stdout + strict.stderr
+    assert "refused tpurs: _logcumsumexp has no lowering for ComplexFloat" in strict.stdout, (
+        strict.stdout + strict.stderr
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -391,3 +393,12 @@ def test_division_and_its_relatives(dtype):
             atol=1e-5,
             rtol=1e-4,
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_angle(dtype):
+    parts = (0.0, -0.0, 1.5, -2.0, float("inf"), float("-inf"), float("nan"))
+    z = torch.tensor([complex(a, b) for a in parts for b in parts] + CPLX.flatten().tolist(), dtype=dtype)
+    with no_fallback():
+        check(torch.angle, z)
+        check(torch.angle, CPLX.to(dtype).requires_grad_(), grad=True)

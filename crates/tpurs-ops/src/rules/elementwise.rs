@@ -221,6 +221,14 @@ fn angle(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let dtype = float_dtype(ctx.ty(0)?.dtype, ctx.default_float());
     let x = ctx.tensor(0)?;
     let b = &mut ctx.b;
+    if dtype.is_complex() {
+        // `arg(z)`: atan2 of the parts, computed in the part's opmath.
+        let (re, im) = (b.real(&x), b.imag(&x));
+        let w = crate::dtype::opmath(re.dtype());
+        let (re, im) = (b.convert(&re, w), b.convert(&im, w));
+        let a = b.atan2(&im, &re)?;
+        return one(b.convert(&a, dtype.real_part()));
+    }
     let x = b.convert(&x, dtype);
     let zero = full(b, &x, 0.0);
     let pi = full(b, &x, std::f64::consts::PI);
@@ -516,7 +524,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("atanh"), atanh).complex();
     reg.ops(binary_variants!("copysign"), copysign);
     reg.ops(&["hypot", "hypot_", "hypot.out"], hypot);
-    reg.ops(&["angle", "angle.out"], angle);
+    reg.ops(&["angle", "angle.out"], angle).complex();
     reg.ops(&["fmax", "fmax.out", "fmin", "fmin.out"], fmax_fmin);
     reg.ops(variants!("sigmoid"), sigmoid).complex();
     reg.ops(variants!("reciprocal"), reciprocal).complex();

@@ -142,3 +142,54 @@ def test_lstsq_rank_deficient_rcond_and_gradients():
         torch.linalg.lstsq(d, torch.randn(5, 2, device="tpu"), driver="foo")
     with pytest.raises(RuntimeError, match="same dtype"):
         torch.linalg.lstsq(d, torch.randn(5, 2, dtype=torch.float64, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 2), (3, 1), (3, 0)])
+def test_polar_matches_cpu(shape, dtype):
+    # The polar factors are unique for a full-rank A, whatever the signs of the SVD.
+    a = torch.randn(*shape, dtype=dtype)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    with no_fallback():
+        check(torch.linalg.polar, a, atol=tol, rtol=tol)
+        u, h = torch.linalg.polar(a.to("tpu"))
+    torch.testing.assert_close((u @ h).cpu(), a, atol=tol * 10, rtol=tol * 10)
+
+
+def test_polar_gradient_errors_and_zero():
+    with no_fallback():
+        # The backward runs eigh, whose float64 eigenvectors XLA gives to about 1e-8.
+        check(
+            lambda a: torch.linalg.polar(a),
+            torch.randn(4, 3, dtype=torch.float64, requires_grad=True),
+            grad=True,
+            atol=1e-5,
+            rtol=1e-5,
+        )
+        check(torch.linalg.polar, torch.zeros(3, 2))
+    for bad, kind in (
+        (torch.randn(3, 4), RuntimeError),
+        (torch.ones(2, 2, dtype=torch.int32), NotImplementedError),
+        (torch.ones(3), RuntimeError),
+    ):
+        with pytest.raises(kind) as cpu:
+            torch.linalg.polar(bad)
+        with no_fallback(), pytest.raises(kind, match=str(cpu.value).split("(")[0]):
+            torch.linalg.polar(bad.to("tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_sqrth_matches_cpu(dtype):
+    b = torch.randn(2, 4, 4, dtype=dtype)
+    spd = b @ b.mT + torch.eye(4, dtype=dtype)
+    # XLA's Eigh gives float64 eigenvectors to about 1e-8 (eigenvalues to 1e-15).
+    tol = 1e-5 if dtype == torch.float32 else 1e-7
+    with no_fallback():
+        check(torch.linalg.matrix_sqrth, spd, atol=tol, rtol=tol)
+        # Only the lower triangle is read; negative eigenvalues count as 0.
+        check(torch.linalg.matrix_sqrth, torch.tensor([[4.0, 100.0], [1.0, 9.0]], dtype=dtype), atol=tol, rtol=tol)
+        check(torch.linalg.matrix_sqrth, -torch.eye(3, dtype=dtype))
+        check(torch.linalg.matrix_sqrth, torch.zeros(0, 0, dtype=dtype))
+        check(torch.linalg.matrix_sqrth, spd[0].double().requires_grad_(), grad=True, atol=1e-7, rtol=1e-7)
+    with no_fallback(), pytest.raises(RuntimeError, match="A must be batches of square matrices, but they are 2 by 3"):
+        torch.linalg.matrix_sqrth(torch.randn(2, 3, device="tpu"))

@@ -264,22 +264,30 @@ fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let compute_v = ctx.bool_or(2, true)?;
     let a = ctx.tensor(0)?;
     let b = &mut ctx.b;
-    let values_ty = TensorType::new(ty.dtype, ty.shape[..r - 1].to_vec());
+    let (values, vectors) = eigh_of(b, &a, lower);
+    let vectors = if compute_v {
+        vectors
+    } else {
+        empty(b, ty.dtype)
+    };
+    Ok(vec![Some(values), Some(vectors)])
+}
+
+/// `(eigenvalues ascending, eigenvectors as columns)` of the symmetric matrices `a`
+/// (`[.., n, n]`), reading the lower or upper triangle: XLA's `Eigh` kernel.
+pub(super) fn eigh_of(b: &mut Builder, a: &Value, lower: bool) -> (Value, Value) {
+    let r = a.rank();
+    let values_ty = TensorType::new(a.dtype(), a.shape()[..r - 1].to_vec());
     // backend_config: lower, sort eigenvalues, max Jacobi sweeps, tolerance (as JAX passes).
     let config = format!("backend_config = \"{},1,100,1e-6\"", lower as i32);
     let out = b.emit(
         "stablehlo.custom_call",
-        &[&a],
+        &[a],
         &format!("call_target_name = \"Eigh\", {config}"),
         &[],
-        &[ty.clone(), values_ty],
+        &[a.ty.clone(), values_ty],
     );
-    let vectors = if compute_v {
-        out[0].clone()
-    } else {
-        empty(b, ty.dtype)
-    };
-    Ok(vec![Some(out[1].clone()), Some(vectors)])
+    (out[1].clone(), out[0].clone())
 }
 
 pub(crate) fn register(reg: &mut Registry) {

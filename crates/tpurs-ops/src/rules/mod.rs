@@ -58,6 +58,7 @@ mod matrix_exp;
 mod modified_bessel;
 mod nn;
 mod pad;
+mod polar;
 mod polynomials;
 mod pool;
 mod random;
@@ -129,6 +130,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     pad::register(reg);
     unpool::register(reg);
     graph_only::register(reg);
+    polar::register(reg);
     crate::graph::register(reg);
     crate::external::register(reg);
 }

@@ -237,6 +237,33 @@ fn no_values(b: &mut Builder, ty: &TensorType, full: bool) -> Result<Vec<Out>> {
     Ok(vec![Some(u), Some(s), Some(vh)])
 }
 
+/// Jacobi on a tall `a` with its columns sorted: `(w, s, v)` with `a v = w`, `s` the
+/// singular values (descending) and `w`'s columns of norms `s`.
+fn singular_values(b: &mut Builder, a: &Value) -> Result<(Value, Value, Value)> {
+    let r = a.rank();
+    let (w, v) = jacobi(b, a)?;
+    let sq = b.mul(&w, &w)?;
+    let ss = sum(b, &sq, r - 2);
+    let norms = b.sqrt(&ss);
+    let (w, v) = (
+        by_key_descending(b, &w, &norms)?,
+        by_key_descending(b, &v, &norms)?,
+    );
+    let s = b.sort(&[&norms], r - 2, |b, s| {
+        b.compare(CompareDir::Gt, &s[0], &s[1]).expect("same types")
+    })[0]
+        .clone();
+    Ok((w, s, v))
+}
+
+/// The thin SVD `a = U diag(S) V^T` of a tall `a` (`[.., m, n]`, `m >= n >= 1`): `(U, S, V)`.
+pub(super) fn thin_svd(b: &mut Builder, a: &Value) -> Result<(Value, Value, Value)> {
+    let (w, s, v) = singular_values(b, a)?;
+    let n = a.shape()[a.rank() - 1];
+    let u = orthonormal(b, &w, &s, n)?;
+    Ok((u, s, v))
+}
+
 /// `_linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None)` -> `(U, S, Vh)`.
 fn svd(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = float_matrices(ctx, 0, "linalg.svd")?;
@@ -263,18 +290,7 @@ fn svd(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let wide = m < n;
     let tall = if wide { transpose_last(b, &a)? } else { a };
     let tall_rows = m.max(n);
-    let (w, v) = jacobi(b, &tall)?;
-    let sq = b.mul(&w, &w)?;
-    let ss = sum(b, &sq, r - 2);
-    let norms = b.sqrt(&ss);
-    let (w, v) = (
-        by_key_descending(b, &w, &norms)?,
-        by_key_descending(b, &v, &norms)?,
-    );
-    let s = b.sort(&[&norms], r - 2, |b, s| {
-        b.compare(CompareDir::Gt, &s[0], &s[1]).expect("same types")
-    })[0]
-        .clone();
+    let (w, s, v) = singular_values(b, &tall)?;
     if !compute_uv {
         let none = empty(b, ty.dtype);
         return Ok(vec![Some(none.clone()), Some(s), Some(none)]);

@@ -402,3 +402,37 @@ def test_angle(dtype):
     with no_fallback():
         check(torch.angle, z)
         check(torch.angle, CPLX.to(dtype).requires_grad_(), grad=True)
+
+
+INDEX_OPS = {
+    "scatter": lambda x, s, i2, i1, m: (x.scatter(0, i2, s), x.scatter(0, i2, 2 + 1j)),
+    "scatter_add": lambda x, s, i2, i1, m: x.scatter_add(0, i2, s),
+    "scatter_reduce": lambda x, s, i2, i1, m: tuple(x.scatter_reduce(0, i2, s, r) for r in ("sum", "prod", "mean")),
+    "index_add": lambda x, s, i2, i1, m: x.index_add(0, i1, s[:3], alpha=2 - 1j),
+    "index_copy": lambda x, s, i2, i1, m: x.index_copy(0, i1, s[:3]),
+    "index_fill": lambda x, s, i2, i1, m: x.index_fill(1, i1, 3 - 1j),
+    "masked_scatter": lambda x, s, i2, i1, m: x.masked_scatter(m, s),
+    "take_put": lambda x, s, i2, i1, m: (x.take(i1), x.put(i1, s[0, :3]), x.put(i1[:2], s[0, :2], accumulate=True)),
+    "trace_eye": lambda x, s, i2, i1, m: (x.trace(), torch.eye(3, 4, dtype=x.dtype, device=x.device)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name", list(INDEX_OPS))
+def test_index_ops(name, dtype):
+    x = torch.complex(torch.randn(4, 5), torch.randn(4, 5)).to(dtype)
+    s = torch.complex(torch.randn(4, 5), torch.randn(4, 5)).to(dtype)
+    i2 = torch.tensor([[0, 1, 2, 3, 0], [3, 2, 1, 0, 1]])
+    i1 = torch.tensor([2, 0, 3])
+    with no_fallback():
+        check(INDEX_OPS[name], x, s, i2, i1, torch.rand(4, 5) > 0.5, atol=1e-5, rtol=1e-5)
+
+
+def test_scatter_amax_of_complex_values_is_refused_as_on_cpu():
+    x = torch.complex(torch.randn(2, 3), torch.randn(2, 3))
+    i = torch.tensor([[0, 1, 0]])
+    with pytest.raises(NotImplementedError):
+        x.scatter_reduce(0, i, x[:1], "amax")
+    # The rule declines; the call goes where CPU PyTorch refuses it.
+    with pytest.raises(NotImplementedError):
+        x.to("tpu").scatter_reduce(0, i.to("tpu"), x[:1].to("tpu"), "amax")

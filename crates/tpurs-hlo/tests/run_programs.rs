@@ -1079,3 +1079,13 @@ fn invalid_programs_return_err() {
     });
     assert_eq!(out[0].as_f32(), [2.0]);
 }
+
+#[test]
+fn complex_remainder_is_refused_before_the_compiler() {
+    // XLA's CPU compiler crashes on it; the builder refuses it with an error.
+    let mut b = Builder::new();
+    let z = b.param(TensorType::new(DType::C64, [2]));
+    assert!(b.rem(&z, &z).is_err());
+    let x = b.param(TensorType::new(DType::F32, [2]));
+    assert!(b.rem(&x, &x).is_ok());
+}

@@ -713,6 +713,7 @@ pub(crate) fn register(reg: &mut Registry) {
         masked_fill,
     )
     .complex();
-    reg.ops(&["masked_scatter", "masked_scatter_"], masked_scatter);
+    reg.ops(&["masked_scatter", "masked_scatter_"], masked_scatter)
+        .complex();
     reg.ops(&["masked_scatter_backward"], masked_scatter_backward);
 }

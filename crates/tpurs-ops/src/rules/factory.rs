@@ -508,7 +508,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["logspace.out"], logspace)
         .bake_scalars()
         .any_cast();
-    reg.ops(&["eye.out", "eye.m_out"], eye).any_cast();
+    reg.ops(&["eye.out", "eye.m_out"], eye).any_cast().complex();
     reg.ops(&["isnan", "isnan.out"], isnan).complex();
     reg.ops(&["isinf", "isinf.out"], isinf).complex();
     reg.ops(&["isposinf", "isposinf.out"], isposinf);

@@ -104,6 +104,6 @@ fn put(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["take", "take.out"], take);
-    reg.ops(&["put_", "put", "put.out"], put);
+    reg.ops(&["take", "take.out"], take).complex();
+    reg.ops(&["put_", "put", "put.out"], put).complex();
 }

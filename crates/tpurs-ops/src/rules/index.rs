@@ -273,10 +273,10 @@ fn reduce_combine(name: &str) -> Result<Option<Combine>> {
     }))
 }
 
-/// `floor(a / b)` for positive integer `b`, `a / b` for floats.
+/// `floor(a / b)` for positive integer `b`, `a / b` for floats and complex values.
 fn divide_by_count(b: &mut Builder, sum: &Value, count: &Value) -> Result<Value> {
     let q = b.div(sum, count)?;
-    if sum.dtype().is_float() {
+    if !sum.dtype().is_int() {
         return Ok(q);
     }
     let r = b.rem(sum, count)?;
@@ -318,6 +318,11 @@ fn scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
         _ if ctx.has(4) => (Some(ctx.str(4)?.to_string()), true),
         _ => (None, true),
     };
+    // Complex values have no order: CPU's refusal of amax/amin comes from its own kernel.
+    if x.dtype().is_complex() && matches!(reduce.as_deref(), Some("amax" | "amin")) {
+        let name = reduce.as_deref().unwrap_or_default();
+        return Err(Error::Uncovered(format!("{op}: {name} of complex values")));
+    }
     let src = if src_is_tensor {
         let s = ctx.tensor(3)?;
         let s = at_least_1d(&mut ctx.b, &s)?;
@@ -498,8 +503,10 @@ pub(crate) fn register(reg: &mut Registry) {
             "scatter_reduce.two_out",
         ],
         scatter,
-    );
-    reg.ops(&["index_add", "index_add_", "index_add.out"], index_add);
+    )
+    .complex();
+    reg.ops(&["index_add", "index_add_", "index_add.out"], index_add)
+        .complex();
     reg.ops(
         &[
             "index_fill.int_Scalar",
@@ -508,5 +515,6 @@ pub(crate) fn register(reg: &mut Registry) {
             "index_fill_.int_Tensor",
         ],
         index_fill,
-    );
+    )
+    .complex();
 }

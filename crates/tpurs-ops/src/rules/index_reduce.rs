@@ -185,5 +185,6 @@ pub(crate) fn register(reg: &mut Registry) {
         &["index_reduce", "index_reduce_", "index_reduce.out"],
         index_reduce,
     );
-    reg.ops(&["index_copy", "index_copy_", "index_copy.out"], index_copy);
+    reg.ops(&["index_copy", "index_copy_", "index_copy.out"], index_copy)
+        .complex();
 }

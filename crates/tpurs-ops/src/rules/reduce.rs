@@ -717,7 +717,7 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["mean", "mean.dtype_out", "mean.dim", "mean.out"], mean)
         .complex();
     reg.ops(&["nansum", "nansum.out"], nansum);
-    reg.ops(&["trace", "trace.out"], trace);
+    reg.ops(&["trace", "trace.out"], trace).complex();
     reg.ops(&["prod", "prod.out", "prod.dim_int", "prod.int_out"], prod)
         .complex();
     reg.ops(&["amax", "amax.out", "amin", "amin.out"], amax_amin);

@@ -89,3 +89,40 @@ def test_equal_is_one_read():
         assert not torch.equal(a, a + 1) and not torch.equal(a, a[:4])
         nan = torch.tensor([float("nan")], device="tpu")
         assert not torch.equal(nan, nan)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_cholesky_and_triangular_solves(dtype):
+    x = torch.complex(torch.randn(2, 4, 4), torch.randn(2, 4, 4)).to(dtype)
+    a = x @ x.mH + torch.eye(4, dtype=dtype)
+    rhs = torch.complex(torch.randn(2, 4, 3), torch.randn(2, 4, 3)).to(dtype)
+    low = torch.linalg.cholesky(a)
+    tol = 1e-4 if dtype == torch.complex64 else 1e-10
+    with no_fallback():
+        check(lambda a: (torch.linalg.cholesky(a), torch.linalg.cholesky(a, upper=True)), a, atol=tol, rtol=tol)
+        check(lambda a: torch.linalg.cholesky_ex(a - 10 * torch.eye(4, dtype=dtype, device=a.device)).info, a)
+        check(
+            lambda l, r: (
+                torch.linalg.solve_triangular(l, r, upper=False),
+                torch.linalg.solve_triangular(l.mH, r.mT, upper=True, left=False),
+                torch.triangular_solve(r, l, upper=False, transpose=True).solution,
+            ),
+            low,
+            rhs,
+            atol=tol,
+            rtol=tol,
+        )
+        check(
+            lambda l, r: (
+                torch.cholesky_solve(r, l),
+                torch.cholesky_solve(r, l.mH, upper=True),
+                torch.cholesky_inverse(l[0]),
+            ),
+            low,
+            rhs,
+            atol=tol,
+            rtol=tol,
+        )
+    if dtype == torch.complex128:
+        with no_fallback():
+            check(torch.linalg.cholesky, a.requires_grad_(), grad=True, atol=1e-9, rtol=1e-9)

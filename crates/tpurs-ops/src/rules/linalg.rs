@@ -5,6 +5,7 @@
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
+use super::complex::conjugate;
 use super::{broadcast_shapes, one};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
@@ -82,21 +83,33 @@ pub(super) fn transpose_last(b: &mut Builder, x: &Value) -> Result<Value> {
     Ok(b.transpose(x, &perm)?)
 }
 
-/// The Cholesky factor: lower `L` with `A = L L^T`, or upper `U = L^T`.
+/// The Cholesky factor: lower `L` with `A = L L^H`, or upper `U = L^H`.
 fn cholesky_of(b: &mut Builder, a: &Value, upper: bool) -> Result<Value> {
     let l = b.emit1("stablehlo.cholesky", &[a], "lower = true", a.ty.clone());
     let l = triangle(b, &l, true)?;
     if upper {
-        transpose_last(b, &l)
+        adjoint(b, &l)
     } else {
         Ok(l)
     }
+}
+
+/// The conjugate transpose of the last two dims (the transpose for real values).
+fn adjoint(b: &mut Builder, x: &Value) -> Result<Value> {
+    let c = conjugate(b, x)?;
+    transpose_last(b, &c)
 }
 
 /// Per matrix of the batch: 1 where its factor `l` has a positive, finite diagonal (the
 /// matrix is positive definite), else 0; shaped like the batch, int32.
 fn factored(b: &mut Builder, l: &Value) -> Result<Value> {
     let r = l.rank();
+    // A complex factor's diagonal is real.
+    let l = &if l.dtype().is_complex() {
+        b.real(l)
+    } else {
+        l.clone()
+    };
     let ty = TensorType::new(DType::I64, l.shape().to_vec());
     let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
     let on_diag = b.compare(CompareDir::Eq, &row, &col)?;
@@ -163,7 +176,7 @@ fn cholesky_ex(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let one_i = b.full_like(&lo, Literal::Int(1));
     let failed = b.add(&lo, &one_i)?;
     let info = b.select(&fine, &zero, &failed)?;
-    let l = if upper { transpose_last(b, &l)? } else { l };
+    let l = if upper { adjoint(b, &l)? } else { l };
     Ok(vec![Some(l), Some(info)])
 }
 
@@ -246,10 +259,16 @@ fn triangular_solve(ctx: &mut Ctx) -> Result<Vec<Out>> {
 fn cholesky_solve(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (l, rhs) = solve_operands(ctx, 1, 0, "cholesky_solve")?;
     let upper = ctx.bool_or(2, false)?;
-    let b = &mut ctx.b;
-    // A = L L^T (or U^T U): solve with the factor, then with its transpose.
-    let y = solve_triangular_of(b, &l, &rhs, !upper, true, false, upper)?;
-    one(solve_triangular_of(b, &l, &y, !upper, true, false, !upper)?)
+    one(factor_solve(&mut ctx.b, &l, &rhs, upper)?)
+}
+
+/// `X` with `A X = B` for `A = L L^H` (or `U^H U`): a solve with the factor, then one with
+/// its conjugate transpose.
+fn factor_solve(b: &mut Builder, l: &Value, rhs: &Value, upper: bool) -> Result<Value> {
+    let lc = conjugate(b, l)?;
+    let (first, second) = if upper { (&lc, l) } else { (l, &lc) };
+    let y = solve_triangular_of(b, first, rhs, !upper, true, false, upper)?;
+    solve_triangular_of(b, second, &y, !upper, true, false, !upper)
 }
 
 /// `cholesky_inverse(L, upper)`: `(L L^T)^-1` by solving against the identity.
@@ -263,8 +282,7 @@ fn cholesky_inverse(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
     let diag = b.compare(CompareDir::Eq, &row, &col)?;
     let eye = b.convert(&diag, l.dtype());
-    let y = solve_triangular_of(b, &l, &eye, !upper, true, false, upper)?;
-    one(solve_triangular_of(b, &l, &y, !upper, true, false, !upper)?)
+    one(factor_solve(b, &l, &eye, upper)?)
 }
 
 /// `linalg_cross(self, other, dim=-1)`: the cross product of 3-vectors along `dim`, the
@@ -314,23 +332,28 @@ fn cross(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["linalg_cholesky_ex", "linalg_cholesky_ex.L"], cholesky_ex);
+    reg.ops(&["linalg_cholesky_ex", "linalg_cholesky_ex.L"], cholesky_ex)
+        .complex();
     reg.ops(
         &["linalg_solve_triangular", "linalg_solve_triangular.out"],
         linalg_solve_triangular,
-    );
+    )
+    .complex();
     reg.ops(
         &["triangular_solve", "triangular_solve.X"],
         triangular_solve,
-    );
+    )
+    .complex();
     reg.ops(
         &["_cholesky_solve_helper", "_cholesky_solve_helper.out"],
         cholesky_solve,
-    );
+    )
+    .complex();
     reg.ops(
         &["cholesky_inverse", "cholesky_inverse.out"],
         cholesky_inverse,
-    );
+    )
+    .complex();
     reg.ops(&["linalg_cross", "linalg_cross.out"], cross)
         .complex();
 }

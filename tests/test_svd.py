@@ -126,6 +126,18 @@ def test_lstsq_matches_each_cpu_driver(driver, shape):
             check(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a, torch.randn(shape[0]), atol=1e-4, rtol=1e-4)
 
 
+def test_lstsq_of_complex_values_takes_the_fallback():
+    # The SVD has no complex lowering yet: complex lstsq runs on the CPU (counted), as an
+    # uncovered call does, instead of refusing the dtype.
+    a = torch.complex(torch.randn(5, 3), torch.randn(5, 3))
+    b = torch.complex(torch.randn(5, 2), torch.randn(5, 2))
+    before = torch.tpu.metrics()["fallbacks"].get("aten::linalg_lstsq", 0)
+    r = torch.linalg.lstsq(a.to("tpu"), b.to("tpu"))
+    assert r.solution.device.type == "tpu"
+    torch.testing.assert_close(r.solution.cpu(), torch.linalg.lstsq(a, b).solution)
+    assert torch.tpu.metrics()["fallbacks"].get("aten::linalg_lstsq", 0) == before + 1
+
+
 def test_lstsq_rank_deficient_rcond_and_gradients():
     low = torch.randn(6, 2) @ torch.randn(2, 4)
     with no_fallback():

@@ -5,18 +5,20 @@
 // the singular values; the solution is the minimum-norm one (`rcond` cuts small singular
 // values, relative to the largest, as LAPACK does).
 #include <ATen/ATen.h>
+#include <ATen/core/stack.h>
 #include <torch/library.h>
 
 #include <limits>
 #include <string>
 
+#include "bridge.h"
+
 namespace tpurs {
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> linalg_lstsq(const at::Tensor& input,
-                                                                        const at::Tensor& other,
-                                                                        std::optional<double> rcond,
-                                                                        std::optional<c10::string_view> driver_name) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_on_device(
+    const at::Tensor& input, const at::Tensor& other, std::optional<double> rcond,
+    std::optional<c10::string_view> driver_name) {
   TORCH_CHECK(input.dim() >= 2, "torch.linalg.lstsq: input must have at least 2 dimensions.");
   TORCH_CHECK(other.dim() >= 1, "torch.linalg.lstsq: other must have at least 1 dimension.");
   TORCH_CHECK(input.scalar_type() == other.scalar_type(),
@@ -68,7 +70,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> linalg_lstsq(const at
   return {solution, residuals, rank, sv};
 }
 
+// Complex inputs go where other uncovered calls go (the SVD has no complex lowering yet):
+// the CPU fallback, or NotImplementedError under TPURS_FALLBACK=error.
+void linalg_lstsq_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto args = torch::jit::last(*stack, 4);
+  if (args[0].toTensor().is_complex()) {
+    cpu_fallback(op, stack);
+    return;
+  }
+  const at::Tensor input = args[0].toTensor();
+  const at::Tensor other = args[1].toTensor();
+  const std::optional<double> rcond = args[2].isNone() ? std::nullopt : std::optional<double>(args[2].toDouble());
+  const std::optional<std::string> driver =
+      args[3].isNone() ? std::nullopt : std::optional<std::string>(args[3].toStringRef());
+  torch::jit::drop(*stack, 4);
+  auto [solution, residuals, rank, sv] = lstsq_on_device(input, other, rcond, driver);
+  torch::jit::push(*stack, solution, residuals, rank, sv);
+}
+
 }  // namespace
 }  // namespace tpurs
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("linalg_lstsq", &tpurs::linalg_lstsq); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_lstsq", torch::CppFunction::makeFromBoxedFunction<&tpurs::linalg_lstsq_boxed>());
+}

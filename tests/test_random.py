@@ -93,8 +93,15 @@ def test_random_errors():
             for std in ([1.0, -1.0, 2.0], [1.0, float("nan")]):
                 with no_fallback(), pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
                     torch.normal(torch.zeros(len(std), device="tpu"), torch.tensor(std, device="tpu"))
-                # Nothing is left pending for the next read.
+                # Nothing is left pending for the next read, and the refused call's
+                # result is freed.
                 assert (torch.ones(2, device="tpu") + 1).tolist() == [2.0, 2.0]
+            mean, std = torch.zeros(1000, device="tpu"), torch.full((1000,), -1.0, device="tpu")
+            before = torch.tpu.memory_allocated()
+            for _ in range(3):
+                with pytest.raises(RuntimeError, match="std >= 0.0"):
+                    torch.normal(mean, std)
+            assert torch.tpu.memory_allocated() == before
         finally:
             torch.tpu.set_eager_mode("DEFER_AND_FUSE")
     with no_fallback():

@@ -463,11 +463,10 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
             Produced::Pending(first),
             Some(&mut batch),
         );
-        if ends || checks_at_op(&plan) {
+        if ends {
             batch.flush(rt, dev)?;
         }
-        drop(batch);
-        return raise_at_op(rt, &plan, out);
+        return out;
     }
     // Launching on its own: anything deferred earlier goes first.
     batch.flush(rt, dev)?;
@@ -498,8 +497,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
             }
         }
     }
-    let out = finish(rt, s, &plan, dev, Produced::Buffers(outs), None);
-    raise_at_op(rt, &plan, out)
+    finish(rt, s, &plan, dev, Produced::Buffers(outs), None)
 }
 
 /// Whether the op's program carries a check PyTorch reads at the op.
@@ -508,15 +506,6 @@ fn checks_at_op(plan: &Plan) -> bool {
         .outputs
         .iter()
         .any(|o| matches!(o, tpurs_ops::OutputSpec::Check(c) if c.at_op))
-}
-
-/// `out`, unless the op carries a check read at the op and a launched check failed.
-fn raise_at_op<T>(rt: &Runtime, plan: &Plan, out: Result<T>) -> Result<T> {
-    let out = out?;
-    if checks_at_op(plan) {
-        rt.raise_checks()?;
-    }
-    Ok(out)
 }
 
 /// The current buffer of storage slot `slot`, zero-filled if it was never written.
@@ -625,7 +614,8 @@ fn finish(
         Produced::Buffers(b) => (Some(b.into_iter()), 0),
         Produced::Pending(first) => (None, first),
     };
-    let mut fresh: Vec<*mut std::ffi::c_void> = Vec::new();
+    let mut fresh: Vec<Arc<Storage>> = Vec::new();
+    let mut replaced: Vec<(usize, &tpurs_hlo::TensorType, Arc<Storage>)> = Vec::new();
     let mut last: Option<Arc<Buffer>> = None;
     s.sizes.clear();
     for (i, spec) in lowered.outputs.iter().enumerate() {
@@ -666,15 +656,8 @@ fn finish(
             b.bind(node, &storage);
         }
         match spec {
-            tpurs_ops::OutputSpec::Fresh(_) => fresh.push(storage_into_raw(storage)),
-            tpurs_ops::OutputSpec::Replace(k, ty) => s.replaces.push(TpursReplace {
-                target: *k as i32,
-                dtype: tpurs_ops::dtype::to_scalar_type(ty.dtype),
-                ndim: ty.rank() as i64,
-                sizes: std::ptr::null(),
-                storage: storage_into_raw(storage),
-                nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
-            }),
+            tpurs_ops::OutputSpec::Fresh(_) => fresh.push(storage),
+            tpurs_ops::OutputSpec::Replace(k, ty) => replaced.push((*k, ty, storage)),
             tpurs_ops::OutputSpec::Check(check) => rt
                 .checks
                 .lock()
@@ -688,6 +671,24 @@ fn finish(
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(b);
     }
+    // A check PyTorch reads at the op raises here, before torch owns any result.
+    if checks_at_op(plan) {
+        if let Some(b) = batch {
+            b.flush(rt, dev)?;
+        }
+        rt.raise_checks()?;
+    }
+    for (k, ty, storage) in replaced {
+        s.replaces.push(TpursReplace {
+            target: k as i32,
+            dtype: tpurs_ops::dtype::to_scalar_type(ty.dtype),
+            ndim: ty.rank() as i64,
+            sizes: std::ptr::null(),
+            storage: storage_into_raw(storage),
+            nbytes: (ty.numel() as usize * ty.dtype.byte_size()) as i64,
+        });
+    }
+    let fresh: Vec<_> = fresh.into_iter().map(storage_into_raw).collect();
     Ok(describe_results(s, plan, dev, &fresh))
 }
 

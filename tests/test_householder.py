@@ -1,5 +1,5 @@
 """LAPACK-style Householder ops on tpu against CPU PyTorch: `geqrf`, `linalg.householder_product`
-and `ormqr` (values, gradients, and the CPU's errors)."""
+and `ormqr` (real and complex values, gradients, and the CPU's errors)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _close(device_value, cpu_value, tol=1e-5):
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4)])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 def test_geqrf_gives_lapack_reflectors_and_scales(shape, dtype):
     a = torch.randn(shape, dtype=dtype)
     ref_a, ref_tau = torch.geqrf(a)
@@ -65,6 +65,20 @@ def test_ormqr_multiplies_by_the_reflectors_q(shape, k, other, left, transpose):
     _close(out.detach(), ref.detach(), 1e-10)
     _close(dc.grad, c.grad, 1e-10)
     _close(da.grad, a.grad, 1e-10)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("left", [False, True])
+def test_complex_reflectors(left, transpose):
+    # Complex scales: `transpose` means the conjugate transpose of Q, as on CPU.
+    a = torch.randn(5, 3, dtype=torch.complex128)
+    h, tau = torch.geqrf(a)
+    c = torch.randn((5, 2) if left else (4, 5), dtype=torch.complex128)
+    _close(
+        torch.linalg.householder_product(h.to("tpu"), tau.to("tpu")), torch.linalg.householder_product(h, tau), 1e-12
+    )
+    ref = torch.ormqr(h, tau, c, left, transpose)
+    _close(torch.ormqr(h.to("tpu"), tau.to("tpu"), c.to("tpu"), left, transpose), ref, 1e-12)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""SVD (one-sided Jacobi) against CPU PyTorch: tall, wide, square, batched, float64,
+"""SVD (one-sided Jacobi) against CPU PyTorch: tall, wide, square, batched, float64, complex,
 rank-deficient and empty matrices, full and reduced; singular vectors checked up to their
-sign (which is not unique), plus orthonormality and reconstruction; what is built on it
-(svdvals, pinv, matrix_rank, nuclear and spectral norms, cond) and gradients."""
+sign or phase (which is not unique), plus orthonormality and reconstruction; what is built
+on it (svdvals, pinv, matrix_rank, nuclear and spectral norms, cond, polar) and gradients."""
 
 import pytest
 import torch
@@ -42,6 +42,32 @@ def test_svd_matches_lapack(shape, full):
     u, vh = aligned(u, uc, vh, vhc)
     torch.testing.assert_close(u[..., :k], uc[..., :k], atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(vh[..., :k, :], vhc[..., :k, :], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (1, 3)])
+def test_complex_svd_matches_lapack(shape, full, dtype):
+    a = torch.randn(*shape, dtype=dtype)
+    tol = 1e-5 if dtype == torch.complex64 else 1e-12
+    with no_fallback():
+        u, s, vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=full))
+        check(torch.linalg.svdvals, a, atol=tol, rtol=tol)
+        check(torch.linalg.pinv, a, atol=tol * 10, rtol=tol * 10)
+    uc, sc, vhc = torch.linalg.svd(a, full_matrices=full)
+    assert (u.shape, s.shape, vh.shape, s.dtype) == (uc.shape, sc.shape, vhc.shape, sc.dtype)
+    torch.testing.assert_close(s, sc, atol=tol, rtol=tol)
+    k = s.shape[-1]
+    eye = torch.eye(k, dtype=dtype).expand(*shape[:-2], k, k)
+    torch.testing.assert_close(u[..., :k].mH @ u[..., :k], eye, atol=tol, rtol=tol)
+    torch.testing.assert_close(
+        u[..., :k] @ torch.diag_embed(s.to(dtype)) @ vh[..., :k, :], a, atol=tol * 10, rtol=tol * 10
+    )
+    # Each singular pair equals the CPU's up to one unit phase (values are distinct here).
+    phase = (uc[..., :k].conj() * u[..., :k]).sum(-2)
+    phase = phase / phase.abs()
+    torch.testing.assert_close(u[..., :k] * phase.conj().unsqueeze(-2), uc[..., :k], atol=tol * 10, rtol=tol * 10)
+    torch.testing.assert_close(vh[..., :k, :] * phase.unsqueeze(-1), vhc[..., :k, :], atol=tol * 10, rtol=tol * 10)
 
 
 def test_svd_float64():
@@ -156,12 +182,12 @@ def test_lstsq_rank_deficient_rcond_and_gradients():
         torch.linalg.lstsq(d, torch.randn(5, 2, dtype=torch.float64, device="tpu"))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 @pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 2), (3, 1), (3, 0)])
 def test_polar_matches_cpu(shape, dtype):
     # The polar factors are unique for a full-rank A, whatever the signs of the SVD.
     a = torch.randn(*shape, dtype=dtype)
-    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    tol = 1e-5 if dtype in (torch.float32, torch.complex64) else 1e-12
     with no_fallback():
         check(torch.linalg.polar, a, atol=tol, rtol=tol)
         u, h = torch.linalg.polar(a.to("tpu"))
@@ -170,13 +196,13 @@ def test_polar_matches_cpu(shape, dtype):
 
 def test_polar_gradient_errors_and_zero():
     with no_fallback():
-        # The backward runs eigh, whose float64 eigenvectors XLA gives to about 1e-8.
+        # The backward runs eigh.
         check(
             lambda a: torch.linalg.polar(a),
             torch.randn(4, 3, dtype=torch.float64, requires_grad=True),
             grad=True,
-            atol=1e-5,
-            rtol=1e-5,
+            atol=1e-10,
+            rtol=1e-10,
         )
         check(torch.linalg.polar, torch.zeros(3, 2))
     for bad, kind in (
@@ -190,18 +216,23 @@ def test_polar_gradient_errors_and_zero():
             torch.linalg.polar(bad.to("tpu"))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 def test_matrix_sqrth_matches_cpu(dtype):
     b = torch.randn(2, 4, 4, dtype=dtype)
-    spd = b @ b.mT + torch.eye(4, dtype=dtype)
-    # XLA's Eigh gives float64 eigenvectors to about 1e-8 (eigenvalues to 1e-15).
-    tol = 1e-5 if dtype == torch.float32 else 1e-7
+    spd = b @ b.mH + torch.eye(4, dtype=dtype)
+    tol = 1e-5 if dtype in (torch.float32, torch.complex64) else 1e-12
     with no_fallback():
         check(torch.linalg.matrix_sqrth, spd, atol=tol, rtol=tol)
         # Only the lower triangle is read; negative eigenvalues count as 0.
         check(torch.linalg.matrix_sqrth, torch.tensor([[4.0, 100.0], [1.0, 9.0]], dtype=dtype), atol=tol, rtol=tol)
         check(torch.linalg.matrix_sqrth, -torch.eye(3, dtype=dtype))
         check(torch.linalg.matrix_sqrth, torch.zeros(0, 0, dtype=dtype))
-        check(torch.linalg.matrix_sqrth, spd[0].double().requires_grad_(), grad=True, atol=1e-7, rtol=1e-7)
+        check(
+            torch.linalg.matrix_sqrth,
+            spd[0].to(torch.float64 if dtype.is_floating_point else torch.complex128).requires_grad_(),
+            grad=True,
+            atol=1e-10,
+            rtol=1e-10,
+        )
     with no_fallback(), pytest.raises(RuntimeError, match="A must be batches of square matrices, but they are 2 by 3"):
         torch.linalg.matrix_sqrth(torch.randn(2, 3, device="tpu"))

@@ -1,12 +1,12 @@
-//! Matrix decompositions through the compiler's own kernels: `linalg_qr` (the `Qr` and
-//! `ProductOfElementaryHouseholderReflectors` custom calls: Householder QR with LAPACK's
-//! sign convention) and `_linalg_eigh` (the `Eigh` custom call: Jacobi, eigenvalues in
-//! ascending order). XLA expands both into StableHLO loops on every backend.
+//! QR and its relatives through the compiler's own kernels: `linalg_qr`, `geqrf`,
+//! `householder_product` and `ormqr` (the `Qr` and `ProductOfElementaryHouseholderReflectors`
+//! custom calls: Householder QR with LAPACK's sign convention, real diagonal of R for
+//! complex matrices too). XLA expands both into StableHLO loops on every backend.
 
 use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
 use super::empty;
-use super::linalg::{float_matrices, transpose_last, triangle};
+use super::linalg::{adjoint, float_matrices, triangle};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
@@ -97,15 +97,14 @@ pub(super) fn q_of(b: &mut Builder, h: &Value, taus: &Value, cols: i64) -> Resul
 }
 
 /// The matrices of a LAPACK-style rule, checked with the CPU's messages (`kernel` names
-/// the CPU kernel in its dtype error); complex ones run on the CPU.
-fn real_matrices(ctx: &Ctx, i: usize, op: &str, kernel: &str) -> Result<TensorType> {
+/// the CPU kernel in its dtype error).
+fn lapack_matrices(ctx: &Ctx, i: usize, op: &str, kernel: &str) -> Result<TensorType> {
     let ty = ctx.ty(i)?;
     if ty.rank() < 2 {
         return runtime(format!("{op}: input must have at least 2 dimensions."));
     }
     match ty.dtype {
-        DType::F32 | DType::F64 => Ok(ty),
-        DType::C64 | DType::C128 => Err(Error::Uncovered(format!("{op}: complex matrices"))),
+        DType::F32 | DType::F64 | DType::C64 | DType::C128 => Ok(ty),
         other => Err(Error::NotImplemented(format!(
             "\"{kernel}\" not implemented for '{}'",
             torch_name(other)
@@ -116,7 +115,7 @@ fn real_matrices(ctx: &Ctx, i: usize, op: &str, kernel: &str) -> Result<TensorTy
 /// `geqrf(A)`: LAPACK's compact QR, `(a, tau)`: R in and above the diagonal, the
 /// Householder vectors below it, and their scales.
 fn geqrf(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    real_matrices(ctx, 0, "torch.geqrf", "geqrf_cpu")?;
+    lapack_matrices(ctx, 0, "torch.geqrf", "geqrf_cpu")?;
     let a = ctx.tensor(0)?;
     let (h, taus) = householder(&mut ctx.b, &a);
     Ok(vec![Some(h), Some(taus)])
@@ -159,7 +158,7 @@ fn check_tau(op: &str, input: &TensorType, tau: &TensorType) -> Result<()> {
 /// `linalg_householder_product(input, tau)`: the first `n` columns of `H_1 ... H_k`.
 fn householder_product(ctx: &mut Ctx) -> Result<Vec<Out>> {
     const OP: &str = "torch.linalg.householder_product";
-    let ty = real_matrices(ctx, 0, OP, "orgqr_cpu")?;
+    let ty = lapack_matrices(ctx, 0, OP, "orgqr_cpu")?;
     let tau_ty = ctx.ty(1)?;
     let r = ty.rank();
     let (m, n) = (ty.shape[r - 2], ty.shape[r - 1]);
@@ -182,7 +181,7 @@ fn householder_product(ctx: &mut Ctx) -> Result<Vec<Out>> {
 /// the reflectors (`m x m`), from the left or the right, transposed or not.
 fn ormqr(ctx: &mut Ctx) -> Result<Vec<Out>> {
     const OP: &str = "torch.ormqr";
-    let ty = real_matrices(ctx, 0, OP, "ormqr_cpu")?;
+    let ty = lapack_matrices(ctx, 0, OP, "ormqr_cpu")?;
     let tau_ty = ctx.ty(1)?;
     let other_ty = ctx.ty(2)?;
     let (left, transpose) = (ctx.bool_or(3, true)?, ctx.bool_or(4, false)?);
@@ -228,7 +227,8 @@ fn ormqr(ctx: &mut Ctx) -> Result<Vec<Out>> {
     // The reflectors of a wide input are its first m columns.
     let square = corner(b, &input, m, m.min(ty.shape[r - 1]))?;
     let q = reflector_product(b, &square, &tau, m)?;
-    let q = if transpose { transpose_last(b, &q)? } else { q };
+    // PyTorch's `transpose` is the conjugate transpose for complex values.
+    let q = if transpose { adjoint(b, &q)? } else { q };
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
     let (lhs, rhs) = if left { (&q, &other) } else { (&other, &q) };
     let out = b.dot_general(
@@ -240,66 +240,16 @@ fn ormqr(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(vec![Some(out)])
 }
 
-/// `_linalg_eigh(A, UPLO, compute_v)`: eigenvalues (ascending) and eigenvectors (columns)
-/// of a symmetric matrix, reading only the `UPLO` triangle.
-fn eigh(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let ty = float_matrices(ctx, 0, "linalg.eigh")?;
-    let r = ty.rank();
-    if ty.shape[r - 1] != ty.shape[r - 2] {
-        return runtime(format!(
-            "linalg.eigh: A must be batches of square matrices, but they are {:?} matrices",
-            &ty.shape[r - 2..]
-        ));
-    }
-    let uplo = ctx.str(1)?;
-    let lower = match uplo {
-        "L" | "l" => true,
-        "U" | "u" => false,
-        _ => {
-            return runtime(format!(
-                "Expected UPLO argument to be 'L' or 'U', but got {uplo}"
-            ))
-        }
-    };
-    let compute_v = ctx.bool_or(2, true)?;
-    let a = ctx.tensor(0)?;
-    let b = &mut ctx.b;
-    let (values, vectors) = eigh_of(b, &a, lower);
-    let vectors = if compute_v {
-        vectors
-    } else {
-        empty(b, ty.dtype)
-    };
-    Ok(vec![Some(values), Some(vectors)])
-}
-
-/// `(eigenvalues ascending, eigenvectors as columns)` of the symmetric matrices `a`
-/// (`[.., n, n]`), reading the lower or upper triangle: XLA's `Eigh` kernel.
-pub(super) fn eigh_of(b: &mut Builder, a: &Value, lower: bool) -> (Value, Value) {
-    let r = a.rank();
-    let values_ty = TensorType::new(a.dtype(), a.shape()[..r - 1].to_vec());
-    // backend_config: lower, sort eigenvalues, max Jacobi sweeps, tolerance (as JAX passes).
-    let config = format!("backend_config = \"{},1,100,1e-6\"", lower as i32);
-    let out = b.emit(
-        "stablehlo.custom_call",
-        &[a],
-        &format!("call_target_name = \"Eigh\", {config}"),
-        &[],
-        &[a.ty.clone(), values_ty],
-    );
-    (out[1].clone(), out[0].clone())
-}
-
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["linalg_qr", "linalg_qr.out"], qr);
-    reg.ops(&["_linalg_eigh", "_linalg_eigh.eigenvalues"], eigh);
-    reg.ops(&["geqrf", "geqrf.a"], geqrf);
+    reg.ops(&["linalg_qr", "linalg_qr.out"], qr).complex();
+    reg.ops(&["geqrf", "geqrf.a"], geqrf).complex();
     reg.ops(
         &[
             "linalg_householder_product",
             "linalg_householder_product.out",
         ],
         householder_product,
-    );
-    reg.ops(&["ormqr", "ormqr.out"], ormqr);
+    )
+    .complex();
+    reg.ops(&["ormqr", "ormqr.out"], ormqr).complex();
 }

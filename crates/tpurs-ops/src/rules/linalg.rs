@@ -75,6 +75,13 @@ pub(super) fn triangle(b: &mut Builder, x: &Value, lower: bool) -> Result<Value>
     Ok(b.select(&keep, x, &zero)?)
 }
 
+/// `x @ y` over the trailing two dims of two batches of one shape prefix.
+pub(super) fn batch_matmul(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
+    let r = x.rank() as i64;
+    let batch: Vec<i64> = (0..r - 2).collect();
+    Ok(b.dot_general(x, y, (&batch, &batch), (&[r - 1], &[r - 2]))?)
+}
+
 /// Swaps the last two dims.
 pub(super) fn transpose_last(b: &mut Builder, x: &Value) -> Result<Value> {
     let r = x.rank() as i64;
@@ -95,7 +102,7 @@ fn cholesky_of(b: &mut Builder, a: &Value, upper: bool) -> Result<Value> {
 }
 
 /// The conjugate transpose of the last two dims (the transpose for real values).
-fn adjoint(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(super) fn adjoint(b: &mut Builder, x: &Value) -> Result<Value> {
     let c = conjugate(b, x)?;
     transpose_last(b, &c)
 }

@@ -12,19 +12,12 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::{add_c, max_c};
-use super::linalg::identity_like;
+use super::linalg::{batch_matmul, identity_like};
 use super::{one, try_while};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
-
-/// `a @ b` over the batch dims.
-fn matmul(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
-    let r = x.rank() as i64;
-    let batch: Vec<i64> = (0..r - 2).collect();
-    Ok(b.dot_general(x, y, (&batch, &batch), (&[r - 1], &[r - 2]))?)
-}
 
 /// `sum_j c[j] * m[j]`, accumulated in order (ATen's `_compute_linear_combination`).
 fn combine(b: &mut Builder, ms: &[&Value], c: &[f64]) -> Result<Value> {
@@ -53,7 +46,7 @@ fn low_degrees(
     let half = combine(b, &[x2], &[0.5])?;
     let t2 = b.add(&t1, &half)?;
     let inner = combine(b, &[i, x, x2], &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0])?;
-    let p = matmul(b, x2, &inner)?;
+    let p = batch_matmul(b, x2, &inner)?;
     let t4 = combine(b, &[i, x, x2, &p], &[1.0, 1.0, 0.0, 1.0])?;
     let sqrt_177 = 0.1330413469565007072504e+2;
     let x3c = 2.0 / 3.0;
@@ -65,10 +58,10 @@ fn low_degrees(
     let c7 = (89.0 - sqrt_177) / (5040.0 * x3c);
     let y2 = (857.0 - 58.0 * sqrt_177) / 630.0;
     let l = combine(b, &[x, x2], &[c1, c2])?;
-    let a4 = matmul(b, x2, &l)?;
+    let a4 = batch_matmul(b, x2, &l)?;
     let l = combine(b, &[x2, &a4], &[x3c, 1.0])?;
     let r = combine(b, &[i, x, x2, &a4], &[c4, c5, c6, c7])?;
-    let a8 = matmul(b, &l, &r)?;
+    let a8 = batch_matmul(b, &l, &r)?;
     let t8 = combine(b, &[i, x, x2, &a4, &a8], &[1.0, 1.0, y2, 0.0, 1.0])?;
     let t12 = degree12(b, &[i, x, x2, x3])?;
     Ok(vec![t1, t2, t4, t8, t12])
@@ -106,10 +99,10 @@ fn degree12(b: &mut Builder, pows: &[&Value]) -> Result<Value> {
         .iter()
         .map(|c| combine(b, pows, c))
         .collect::<Result<_>>()?;
-    let sq = matmul(b, &bs[3], &bs[3])?;
+    let sq = batch_matmul(b, &bs[3], &bs[3])?;
     let a6 = b.add(&bs[2], &sq)?;
     let l = b.add(&bs[1], &a6)?;
-    let p = matmul(b, &l, &a6)?;
+    let p = batch_matmul(b, &l, &a6)?;
     Ok(b.add(&bs[0], &p)?)
 }
 
@@ -152,18 +145,18 @@ fn degree18(b: &mut Builder, i: &Value, x: &Value) -> Result<Value> {
             -1.40086798182036094347e-05,
         ],
     ];
-    let x2 = matmul(b, x, x)?;
-    let x3 = matmul(b, x, &x2)?;
-    let x6 = matmul(b, &x3, &x3)?;
+    let x2 = batch_matmul(b, x, x)?;
+    let x3 = batch_matmul(b, x, &x2)?;
+    let x6 = batch_matmul(b, &x3, &x3)?;
     let pows = [i, x, &x2, &x3, &x6];
     let bs: Vec<Value> = C
         .iter()
         .map(|c| combine(b, &pows, c))
         .collect::<Result<_>>()?;
-    let a9 = matmul(b, &bs[0], &bs[4])?;
+    let a9 = batch_matmul(b, &bs[0], &bs[4])?;
     let b3 = b.add(&bs[3], &a9)?;
     let l = b.add(&bs[2], &b3)?;
-    let p = matmul(b, &l, &b3)?;
+    let p = batch_matmul(b, &l, &b3)?;
     Ok(b.add(&bs[1], &p)?)
 }
 
@@ -233,8 +226,8 @@ fn linalg_matrix_exp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let th = thetas(ty.dtype);
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
     let i = identity_like(b, &x)?;
-    let x2 = matmul(b, &x, &x)?;
-    let x3 = matmul(b, &x, &x2)?;
+    let x2 = batch_matmul(b, &x, &x)?;
+    let x3 = batch_matmul(b, &x, &x2)?;
     let lows = low_degrees(b, &i, &x, &x2, &x3)?;
     let big = scale_and_square(b, &x, &i, &norm, th[5])?;
     // A NaN norm matches no interval: NaN results.
@@ -309,7 +302,7 @@ fn scale_and_square(
         &[&i0, &e],
         |b, v| Ok(b.compare(CompareDir::Lt, &v[0], &most)?),
         |b, v| {
-            let sq = matmul(b, &v[1], &v[1])?;
+            let sq = batch_matmul(b, &v[1], &v[1])?;
             let i = b.broadcast_in_dim(&v[0], si.shape(), &[])?;
             let more = b.compare(CompareDir::Lt, &i, &si)?;
             let more = b.broadcast_in_dim(&more, &shape, &batch)?;

@@ -1,18 +1,20 @@
 //! Matrix functions from a spectral decomposition: `linalg.polar` (`A = U H` from the thin
-//! SVD `A = W S V^T`: `U = W V^T`, `H = V S V^T`) and `linalg.matrix_sqrth` (`V sqrt(L) V^T`
-//! from `eigh` of the lower triangle, negative eigenvalues taken as 0, as on CPU).
+//! SVD `A = W S V^H`: `U = W V^H`, `H = V S V^H`) and `linalg.matrix_sqrth` (`V sqrt(L) V^H`
+//! from `eigh` of the lower triangle, negative eigenvalues taken as 0, as on CPU), for real
+//! and complex matrices.
 
 use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
-use super::decomp::eigh_of;
-use super::linalg::transpose_last;
+use super::eigh::eigh_of;
+use super::linalg::{adjoint, batch_matmul};
 use super::svd::thin_svd;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
-/// Checks input 0 of `op` as CPU does: a float32/float64 batch of matrices.
+/// Checks input 0 of `op` as CPU does: a float32/float64 (complex64/complex128) batch of
+/// matrices.
 fn matrices(ctx: &Ctx, op: &str) -> Result<TensorType> {
     let ty = ctx.ty(0)?;
     if !ty.dtype.is_float() && !ty.dtype.is_complex() {
@@ -26,7 +28,7 @@ fn matrices(ctx: &Ctx, op: &str) -> Result<TensorType> {
             "{op}: The input tensor A must have at least 2 dimensions."
         ));
     }
-    if !matches!(ty.dtype, DType::F32 | DType::F64) {
+    if !matches!(ty.dtype, DType::F32 | DType::F64 | DType::C64 | DType::C128) {
         return Err(Error::NotImplemented(format!(
             "{op}: Low precision dtypes not supported. Got {}",
             torch_name(ty.dtype)
@@ -35,21 +37,15 @@ fn matrices(ctx: &Ctx, op: &str) -> Result<TensorType> {
     Ok(ty)
 }
 
-/// `x @ y` over the trailing two dims of two batches of one shape prefix.
-fn matmul(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
-    let r = x.rank() as i64;
-    let batch: Vec<i64> = (0..r - 2).collect();
-    Ok(b.dot_general_to(x, y, (&batch, &batch), (&[r - 1], &[r - 2]), x.dtype())?)
-}
-
-/// `v diag(d) v^T` for eigen- or singular vectors `v` (`[.., n, n]`) and values `d`.
+/// `v diag(d) v^H` for eigen- or singular vectors `v` (`[.., n, n]`) and real values `d`.
 fn congruence(b: &mut Builder, v: &Value, d: &Value) -> Result<Value> {
     let r = v.rank();
     let dims: Vec<i64> = (0..r as i64 - 2).chain([r as i64 - 1]).collect();
     let scale = b.broadcast_in_dim(d, v.shape(), &dims)?;
+    let scale = b.convert(&scale, v.dtype());
     let scaled = b.mul(v, &scale)?;
-    let vt = transpose_last(b, v)?;
-    matmul(b, &scaled, &vt)
+    let vh = adjoint(b, v)?;
+    batch_matmul(b, &scaled, &vh)
 }
 
 /// `linalg_polar(A)` -> `(U, H)` for `A` with at least as many rows as columns.
@@ -71,8 +67,8 @@ fn polar(ctx: &mut Ctx) -> Result<Vec<Out>> {
         return Ok(vec![Some(a), Some(h)]);
     }
     let (w, s, v) = thin_svd(b, &a)?;
-    let vt = transpose_last(b, &v)?;
-    let u = matmul(b, &w, &vt)?;
+    let vh = adjoint(b, &v)?;
+    let u = batch_matmul(b, &w, &vh)?;
     let h = congruence(b, &v, &s)?;
     Ok(vec![Some(u), Some(h)])
 }
@@ -93,7 +89,7 @@ fn matrix_sqrth(ctx: &mut Ctx) -> Result<Vec<Out>> {
         return Ok(vec![Some(a)]);
     }
     let b = &mut ctx.b;
-    let (values, vectors) = eigh_of(b, &a, true);
+    let (values, vectors) = eigh_of(b, &a, true)?;
     let zero = b.full_like(&values, Literal::Float(0.0));
     let clamped = b.max(&values, &zero)?;
     let roots = b.sqrt(&clamped);
@@ -101,9 +97,11 @@ fn matrix_sqrth(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["linalg_polar", "linalg_polar.out"], polar);
+    reg.ops(&["linalg_polar", "linalg_polar.out"], polar)
+        .complex();
     reg.ops(
         &["linalg_matrix_sqrth", "linalg_matrix_sqrth.out"],
         matrix_sqrth,
-    );
+    )
+    .complex();
 }

@@ -190,20 +190,17 @@ def test_ops_without_a_complex_lowering_fall_back():
     # no rule (right values, one warning); TPURS_FALLBACK=error refuses it and says why.
     code = (
         "import torch\n"
-        "c = torch.complex(torch.randn(5), torch.randn(5))\n"
         "try:\n"
-        "    y = c.to('tpu').logcumsumexp(0).cpu()\n"
-        "    torch.testing.assert_close(y, c.logcumsumexp(0))\n"
-        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::_logcumsumexp', 0))\n"
+        "    y = torch.logspace(0, 1 + 1j, 5, device='tpu').cpu()\n"
+        "    torch.testing.assert_close(y, torch.logspace(0, 1 + 1j, 5))\n"
+        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::logspace.out', 0))\n"
         "except NotImplementedError as e:\n"
         "    print('refused', e)\n"
     )
     loose = run_python(code)
     assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
     strict = run_python(code, TPURS_FALLBACK="error")
-    assert "refused tpurs: _logcumsumexp has no lowering for ComplexFloat" in strict.stdout, (
-        strict.stdout + strict.stderr
-    )
+    assert "refused tpurs: logspace.out has no lowering for Complex" in strict.stdout, strict.stdout + strict.stderr
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -436,3 +433,25 @@ def test_scatter_amax_of_complex_values_is_refused_as_on_cpu():
     # The rule declines; the call goes where CPU PyTorch refuses it.
     with pytest.raises(NotImplementedError):
         x.to("tpu").scatter_reduce(0, i.to("tpu"), x[:1].to("tpu"), "amax")
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_lerp_silu_logcumsumexp_and_matrix_exp(dtype):
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.complex64 else dict(atol=1e-12, rtol=1e-12)
+    # Detached: other tests turn on CPLX's requires_grad (a cast to its own dtype is itself).
+    c = CPLX.to(dtype).detach()
+    with no_fallback():
+        # lerp picks its formula by the weight's magnitude.
+        check(lambda a, b: torch.lerp(a, b, 0.3 + 0.4j), c, c.flip(0), **tol)
+        check(lambda a, b, w: torch.lerp(a, b, w), c, c.flip(0), (c * 0.3).flip(1), **tol)
+        check(torch.nn.functional.silu, c, **tol)
+        # CPU sums in order; a complex log's imaginary part depends on that order (by 2 pi
+        # steps), here with parts large enough to wrap.
+        check(lambda z: torch.logcumsumexp(z, 0), torch.complex(REAL * 9, REAL.flip(1) * 9).to(dtype), **tol)
+        check(lambda z: torch.logcumsumexp(z, 1), c, **tol)
+        check(torch.linalg.matrix_exp, torch.randn(3, 4, 4, dtype=dtype), **tol)
+        check(torch.linalg.matrix_exp, torch.randn(2, 1, 1, dtype=dtype), **tol)
+    # CPU has no complex32 silu kernel; neither does the device.
+    for device in ("cpu", "tpu"):
+        with no_fallback(), pytest.raises(NotImplementedError, match="silu"):
+            torch.nn.functional.silu(torch.ones(2, dtype=torch.chalf, device=device))

@@ -74,10 +74,14 @@ macro_rules! binary_ops {
 }
 
 impl Builder {
-    /// `|x|`; an unsigned value is its own magnitude (StableHLO's `abs` refuses unsigned types).
+    /// `|x|`; an unsigned value is its own magnitude (StableHLO's `abs` refuses unsigned types),
+    /// a complex one's is real.
     pub fn abs(&mut self, x: &Value) -> Value {
         if x.dtype().is_unsigned() {
             return x.clone();
+        }
+        if x.dtype().is_complex() {
+            return self.magnitude(x);
         }
         self.emit1("stablehlo.abs", &[x], "", x.ty.clone())
     }

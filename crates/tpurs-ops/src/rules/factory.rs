@@ -402,8 +402,9 @@ pub(crate) fn lerp_of(b: &mut Builder, x: &Value, end: &Value, w: &Value) -> Res
     let omw = b.sub(&onev, w)?;
     let dd = b.mul(&diff, &omw)?;
     let hi = b.sub(end, &dd)?;
+    // A complex weight is small by its magnitude.
     let aw = b.abs(w);
-    let halfv = b.full_like(w, Literal::Float(0.5));
+    let halfv = b.full_like(&aw, Literal::Float(0.5));
     let small = b.compare(CompareDir::Lt, &aw, &halfv)?;
     let r = b.select(&small, &lo, &hi)?;
     Ok(b.convert(&r, dtype))
@@ -427,7 +428,7 @@ fn lerp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     lerp_check(ctx, 1, "end")?;
     lerp_check(ctx, 2, "weight")?;
     let dtype = ctx.ty(0)?.dtype;
-    if !dtype.is_float() {
+    if !dtype.is_float() && !dtype.is_complex() {
         return Err(not_for("lerp_kernel_scalar", dtype));
     }
     let x = ctx.tensor(0)?;
@@ -525,7 +526,8 @@ pub(crate) fn register(reg: &mut Registry) {
             "lerp.Tensor_out",
         ],
         lerp,
-    );
+    )
+    .complex();
     reg.ops(&["addcmul", "addcmul_", "addcmul.out"], |ctx| {
         addc(ctx, false)
     })

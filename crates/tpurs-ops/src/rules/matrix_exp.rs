@@ -161,9 +161,9 @@ fn degree18(b: &mut Builder, i: &Value, x: &Value) -> Result<Value> {
 }
 
 /// The norm bounds up to which degrees 1, 2, 4, 8, 12 and 18 are accurate (ATen's, float32
-/// ones for float32, float64 ones otherwise).
+/// ones for float32 and complex64, float64 ones otherwise).
 fn thetas(d: DType) -> [f64; 6] {
-    if d == DType::F32 {
+    if matches!(d, DType::F32 | DType::C64) {
         [
             1.192092800768788e-07,
             5.978858893805233e-04,
@@ -201,7 +201,7 @@ fn linalg_matrix_exp(ctx: &mut Ctx) -> Result<Vec<Out>> {
             ty.shape[r - 2]
         ));
     }
-    if !ty.dtype.is_float() {
+    if !ty.dtype.is_float() && !ty.dtype.is_complex() {
         return Err(Error::NotImplemented(format!(
             "{op}: Expected a floating point or complex tensor as input. Got {}",
             torch_name(ty.dtype)
@@ -219,9 +219,9 @@ fn linalg_matrix_exp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = b.convert(&x, ct);
     // The 1-norm (largest column sum of magnitudes) of each matrix picks its approximant.
     let a = b.abs(&x);
-    let zero = b.constant(Literal::Float(0.0), ct);
+    let zero = b.constant(Literal::Float(0.0), ct.real_part());
     let cols = b.reduce(&a, &zero, &[r as i64 - 2], add_c);
-    let low = b.constant(Literal::Float(f64::NEG_INFINITY), ct);
+    let low = b.constant(Literal::Float(f64::NEG_INFINITY), ct.real_part());
     let norm = b.reduce(&cols, &low, &[r as i64 - 2], max_c);
     let th = thetas(ty.dtype);
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
@@ -271,7 +271,7 @@ fn scale_and_square(
     let z = b.full_like(&s, Literal::Float(0.0));
     let pos = b.compare(CompareDir::Gt, &s, &z)?;
     let s = b.select(&pos, &s, &z)?;
-    let cap = if x.dtype() == DType::F64 {
+    let cap = if x.dtype().real_part() == DType::F64 {
         1100.0
     } else {
         200.0
@@ -290,6 +290,7 @@ fn scale_and_square(
         let nh = b.neg(&h);
         let f = b.pow(&two, &nh)?;
         let f = b.broadcast_in_dim(&f, x.shape(), &batch)?;
+        let f = b.convert(&f, x.dtype());
         y = b.mul(&y, &f)?;
     }
     let e = degree18(b, i, &y)?;
@@ -318,5 +319,6 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(
         &["linalg_matrix_exp", "linalg_matrix_exp.out"],
         linalg_matrix_exp,
-    );
+    )
+    .complex();
 }

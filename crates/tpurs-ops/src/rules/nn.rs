@@ -11,7 +11,7 @@ use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
-use super::complex::conjugate;
+use super::complex::{conjugate, div_of, exp_of};
 use super::erfc::erf_of;
 use super::foreach::norm_of;
 use super::index::wrap_negative;
@@ -290,10 +290,19 @@ fn gelu_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(b.convert(&r, d))
 }
 
-/// `silu(self)`: `x * sigmoid(x)`.
+/// `silu(self)`: `x * sigmoid(x)`; `x / (1 + e^-x)` for complex `x`, as CPU divides.
 fn silu(ctx: &mut Ctx) -> Result<Vec<Out>> {
-    let d = require_float(ctx, 0, "silu_cpu")?;
     let x = ctx.tensor(0)?;
+    // CPU has no complex32 kernel: that one is refused below.
+    if matches!(x.dtype(), DType::C64 | DType::C128) {
+        let b = &mut ctx.b;
+        let minus = b.neg(&x);
+        let e = exp_of(b, &minus)?;
+        let onev = b.full_like(&e, Literal::Float(1.0));
+        let den = b.add(&onev, &e)?;
+        return one(div_of(b, &x, &den)?);
+    }
+    let d = require_float(ctx, 0, "silu_cpu")?;
     let b = &mut ctx.b;
     let x = widen(b, &x);
     let s = b.logistic(&x);
@@ -664,7 +673,7 @@ pub(crate) fn register(reg: &mut Registry) {
         &["gelu_backward", "gelu_backward.grad_input"],
         gelu_backward,
     );
-    reg.ops(&["silu", "silu_", "silu.out"], silu);
+    reg.ops(&["silu", "silu_", "silu.out"], silu).complex();
     reg.ops(
         &["silu_backward", "silu_backward.grad_input"],
         silu_backward,

@@ -2,11 +2,12 @@
 //! the row max for stability and computed in the opmath type; the running log-sum-exp
 //! (`_logcumsumexp`) as a scan of stable pairwise log-add-exps.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::combine::add_c;
+use super::complex_math::logaddexp_of;
 use super::reduce::{expand, extreme, one_dim, reduce, scan};
-use super::{one, wrap_dim};
+use super::{one, try_while, wrap_dim};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{Error, Result};
@@ -112,6 +113,40 @@ fn logaddexp_c(b: &mut Builder, x: &Value, y: &Value) -> Value {
     b.select(&infinite, &m, &r).expect(same)
 }
 
+/// A running log-sum-exp along `dim` of complex `x`, one element per loop step in CPU's
+/// order (`acc = logaddexp(x[i], acc)` from -inf): a complex log's imaginary part depends
+/// on the order of the sums (by multiples of 2 pi), so the real case's log-step scan would
+/// not give CPU's values.
+fn complex_logcumsumexp(b: &mut Builder, x: &Value, dim: usize) -> Result<Value> {
+    let mut step_shape = x.shape().to_vec();
+    step_shape[dim] = 1;
+    let step_ty = TensorType::new(x.dtype(), step_shape.clone());
+    let acc = b.splat(Literal::Float(f64::NEG_INFINITY), &step_ty);
+    let out = b.full_like(x, Literal::Float(0.0));
+    let i = b.constant(Literal::Int(0), DType::I64);
+    let n = x.shape()[dim];
+    let out = try_while(
+        b,
+        &[&i, &acc, &out],
+        |b, s| {
+            let n = b.constant(Literal::Int(n), DType::I64);
+            Ok(b.compare(CompareDir::Lt, &s[0], &n)?)
+        },
+        |b, s| {
+            let zero = b.constant(Literal::Int(0), DType::I64);
+            let starts: Vec<Value> = (0..x.rank())
+                .map(|d| if d == dim { s[0].clone() } else { zero.clone() })
+                .collect();
+            let item = b.dynamic_slice(x, &starts, &step_shape);
+            let acc = logaddexp_of(b, &item, &s[1])?;
+            let out = b.dynamic_update_slice(&s[2], &acc, &starts);
+            let one = b.constant(Literal::Int(1), DType::I64);
+            Ok(vec![b.add(&s[0], &one)?, acc, out])
+        },
+    )?;
+    Ok(out[2].clone())
+}
+
 /// `_logcumsumexp(self, dim)`: a running log-sum-exp, stable for any spread of values.
 fn logcumsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let ty = ctx.ty(0)?;
@@ -122,18 +157,23 @@ fn logcumsumexp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let dim = wrap_dim(ctx.int(1)?, ty.rank())?;
     let b = &mut ctx.b;
     let wide = b.convert(&x, opmath(ty.dtype));
-    let y = scan(
-        b,
-        &wide,
-        dim,
-        Literal::Float(f64::NEG_INFINITY),
-        logaddexp_c,
-    )?;
+    let y = if ty.dtype.is_complex() {
+        complex_logcumsumexp(b, &wide, dim)?
+    } else {
+        scan(
+            b,
+            &wide,
+            dim,
+            Literal::Float(f64::NEG_INFINITY),
+            logaddexp_c,
+        )?
+    };
     one(b.convert(&y, ty.dtype))
 }
 
 pub(crate) fn register(reg: &mut Registry) {
-    reg.ops(&["_logcumsumexp", "_logcumsumexp.out"], logcumsumexp);
+    reg.ops(&["_logcumsumexp", "_logcumsumexp.out"], logcumsumexp)
+        .complex();
     reg.ops(
         &[
             "_softmax",

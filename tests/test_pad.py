@@ -59,3 +59,12 @@ def test_negative_padding_crops(mode, padding):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match=r"input \(W: 6\) is too small"):
             F.pad(x.detach().to(device), (-6, 0), mode=mode)
+
+
+@pytest.mark.parametrize("padding", [(-6, 3), (4, -6), (-7, 2, 1, -5), (8, -1, -1, -3)], ids=str)
+def test_replicate_padding_that_crops_away_a_whole_side(padding):
+    # Output element j repeats input element clamp(j - before, 0, n - 1), as CPU indexes:
+    # a crop of every kept element still pads from the far edge.
+    x = torch.randn(2, 5, 6, requires_grad=True)
+    with no_fallback():
+        check(lambda t: F.pad(t, padding, mode="replicate"), x, grad=True)

@@ -5,9 +5,10 @@
 //! one-hot matrix keeps infinities from turning into NaN (`0 * inf`). Circular padding
 //! decomposes into slices and `cat` before it gets here.
 
-use tpurs_hlo::{Builder, Literal, Value};
+use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
 use super::combine::add_c;
+use super::index::{combine_add, select_rows, slices_along, splat_i64};
 use super::one;
 use super::reduce::reduce;
 use crate::ctx::{Ctx, Out};
@@ -81,6 +82,34 @@ fn unpad_dim(
     Ok(acc)
 }
 
+/// Replication padding along `d` where cropping leaves nothing to repeat from: output
+/// element `j` is input element `clamp(j - before, 0, n - 1)`, as CPU indexes it; gathered
+/// forward, and backward the gradient of each output element added onto its source.
+fn replicate_by_index(
+    b: &mut Builder,
+    v: &Value,
+    d: usize,
+    n: i64,
+    before: i64,
+    out_n: i64,
+    backward: bool,
+) -> Result<Value> {
+    let j = b.iota(&TensorType::new(DType::I64, vec![out_n]), 0);
+    let shift = splat_i64(b, before, &[out_n]);
+    let i = b.sub(&j, &shift)?;
+    let (lo, hi) = (splat_i64(b, 0, &[out_n]), splat_i64(b, n - 1, &[out_n]));
+    let idx = b.clamp(&lo, &i, &hi);
+    if !backward {
+        return select_rows(b, v, d, &idx);
+    }
+    let mut shape = v.shape().to_vec();
+    shape[d] = n;
+    let zeros = b.splat(Literal::Float(0.0), &TensorType::new(v.dtype(), shape));
+    let idx = b.reshape(&idx, &[out_n, 1])?;
+    let dims = slices_along(v.rank(), d);
+    Ok(b.scatter(&zeros, &idx, v, &dims, Some(combine_add)))
+}
+
 /// `{reflection,replication}_pad{1,2,3}d(self, padding)` and their backwards
 /// `(grad_output, self, padding)`.
 fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
@@ -129,13 +158,15 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
         let (crop_lo, crop_hi) = ((-before).max(0), (-after).max(0));
         let (pad_lo, pad_hi) = (before.max(0), after.max(0));
         let kept = n - crop_lo - crop_hi;
-        if kept < 1 || (reflect && pad_lo.max(pad_hi) >= kept) {
+        if reflect && pad_lo.max(pad_hi) >= kept {
             return Err(Error::Uncovered(format!(
                 "{base}: a negative padding that leaves too little to pad from is not supported on the tpu device"
             )));
         }
         let b = &mut ctx.b;
-        v = if backward {
+        v = if kept < 1 {
+            replicate_by_index(b, &v, d, n, before, n + before + after, backward)?
+        } else if backward {
             let g = unpad_dim(b, &v, d, reflect, kept, (pad_lo, pad_hi))?;
             let zero = b.constant(Literal::Int(0), g.dtype());
             let (mut low, mut high) = (vec![0; g.rank()], vec![0; g.rank()]);

@@ -311,6 +311,45 @@ def test_compiled_step_donates_the_weights_it_replaces():
         close(p, q)
 
 
+def test_compiled_adam_step_keeps_cpu_step_counters_off_the_device():
+    # Default Adam keeps its step counters on the CPU. The compiled step computes them (and
+    # the bias corrections made of them) on the host, so writing them back waits for nothing
+    # on the device: the whole step stays one launch, and the moment estimates are donated
+    # like the weights (they were not while a mid-step copy to the CPU flushed the batch).
+    model = mlp().to("tpu")
+    reference = copy.deepcopy(model).cpu()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    x = torch.randn(8, 16)
+    xt = x.to("tpu")
+
+    @torch.compile
+    def step():
+        loss = model(xt).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    tensors = 3 * len(list(model.parameters()))  # weights, exp_avg, exp_avg_sq
+    with no_fallback():
+        for i in range(3):
+            before, launches = donated(), torch.tpu.metrics()["op_launches"]
+            step().item()
+            if i > 0:
+                assert donated() - before == tensors
+                assert torch.tpu.metrics()["op_launches"] - launches == 1
+    for _ in range(3):
+        reference(x).square().mean().backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        close(p, q)
+        assert opt.state[p]["step"].device.type == "cpu"
+        assert opt.state[p]["step"].item() == ref_opt.state[q]["step"].item() == 3
+        close(opt.state[p]["exp_avg_sq"], ref_opt.state[q]["exp_avg_sq"])
+
+
 def test_fused_in_place_updates_donate_dead_buffers_only():
     a = torch.randn(256, device="tpu")
     expected = a.cpu()

@@ -214,13 +214,24 @@ class _Described:
         # Values eager PyTorch would hold in a non-contiguous layout: the few rules whose
         # results autograd expects to follow the layout (det's LU factors) ask for it.
         self.strided: list[int] = []
-        self.sources: list[tuple[str, Any]] = []  # ("arg", i) or ("const", tensor)
+        self.sources: list[tuple[str, Any]] = []  # ("arg", i), ("const", tensor) or ("host", node)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.placeholders = {node: i for i, node in enumerate(placeholders)}
         for i, node in enumerate(placeholders):
             val = example_inputs[i] if i < len(example_inputs) else node.meta.get("val")
             if isinstance(val, torch.Tensor) and val.device.type != "tpu" and val.dim() > 0:
                 raise Unsupported(f"input {node.name} is on {val.device}")
             self._add_input(node, val, ("arg", i), env)
+        # Nodes whose values all live on the CPU and come from CPU values only (an optimizer's
+        # step counters and the bias corrections made of them) run on the host at call time:
+        # writing them back into their CPU tensors then waits for nothing on the device.
+        self.host_nodes = [n for n in gm.graph.nodes if n.op == "call_function" and _on_cpu(n.meta.get("val"))]
+        host = set(placeholders) | set(self.host_nodes)
+        self.host_nodes = [n for n in self.host_nodes if all(a in host for a in n.all_input_nodes)]
+        self.host = set(self.host_nodes)
+        for node in self.host_nodes:
+            if any(u not in self.host and u.op != "output" for u in node.users):
+                self._add_input(node, node.meta["val"], ("host", node), env)
         for node in gm.graph.nodes:
             if node.op == "get_attr":
                 # Some torch versions (2.11) keep a tensor made inside the graph as a CPU
@@ -234,6 +245,8 @@ class _Described:
         count = len(self.inputs)
         output = None
         for node in gm.graph.nodes:
+            if node in self.host:
+                continue
             if node.op == "call_function" and node.target is operator.getitem:
                 env[node] = env[node.args[0]][node.args[1]]
             elif node.op == "call_function":
@@ -265,10 +278,12 @@ class _Described:
     def _return(self, o: Any, env: dict, placeholders: list) -> tuple[str, int] | None:
         if o is None:
             return None
-        if not isinstance(o, torch.fx.Node) or not isinstance(env.get(o), int):
+        if not isinstance(o, torch.fx.Node) or not (isinstance(env.get(o), int) or o in self.host):
             raise Unsupported(f"graph output {o!r}")
         if o in placeholders:
             return ("arg", placeholders.index(o))
+        if o in self.host:
+            return ("host", o)
         self.outputs.append(env[o])
         return ("value", len(self.outputs) - 1)
 
@@ -283,15 +298,37 @@ def _dump(kind: str, text: str) -> None:
     (path / f"{n:04d}-{kind}").write_text(text)
 
 
+def _on_cpu(val: Any) -> bool:
+    """Whether a node's value (a tensor or a list of them) lives on the CPU."""
+    vals = list(val) if isinstance(val, (tuple, list)) else [val]
+    return bool(vals) and all(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in vals)
+
+
+def _run_on_host(desc: _Described, args: list[Any]) -> dict:
+    """The values of the graph's host nodes for this call, by node."""
+    values: dict = {}
+
+    def value(n: torch.fx.Node) -> Any:
+        return values[n] if n in values else args[desc.placeholders[n]]
+
+    for node in desc.host_nodes:
+        a, kw = torch.fx.node.map_arg((node.args, node.kwargs), value)
+        values[node] = node.target(*a, **kw)
+    return values
+
+
 def _runner(desc: _Described, graph_id: int) -> Callable[[list[Any]], list[Any]]:
     sources = desc.sources
     returns = desc.returns
     run_graph = torch.ops.tpurs.graph
 
     def run(args: list[Any]) -> list[Any]:
-        inputs = [args[value] if kind == "arg" else value for kind, value in sources]
+        host = _run_on_host(desc, args)
+        picks = {"arg": args.__getitem__, "host": host.__getitem__, "const": lambda v: v}
+        inputs = [picks[kind](value) for kind, value in sources]
         outs = run_graph(graph_id, inputs) if desc.outputs else []
-        return [None if r is None else (outs[r[1]] if r[0] == "value" else args[r[1]]) for r in returns]
+        picks["value"] = outs.__getitem__
+        return [None if r is None else picks[r[0]](r[1]) for r in returns]
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run

@@ -107,6 +107,15 @@ fn set(b: &mut Builder, pred: &Value, c: f64, v: &Value) -> Result<Value> {
     Ok(b.select(pred, &k, v)?)
 }
 
+/// `Im(conj(a) c) = Re a Im c - Im a Re c`, from the parts.
+fn conj_product_imag(b: &mut Builder, a: &Value, c: &Value) -> Result<Value> {
+    let (ar, ai) = (b.real(a), b.imag(a));
+    let (cr, ci) = (b.real(c), b.imag(c));
+    let p = b.mul(&ar, &ci)?;
+    let q = b.mul(&ai, &cr)?;
+    Ok(b.sub(&p, &q)?)
+}
+
 /// `asinh(x + iy)` for `x, y >= 0` by Kahan's formulas (`-i asin(iz)`): with
 /// `a = sqrt(1 + y - ix)` and `c = sqrt(1 - y + ix)`, `asinh(Im(conj(a) c))` and
 /// `atan2(y, Re(a c))`. Exact on the axes (the real part of `asinh(iy)`, `|y| <= 1`, is 0)
@@ -119,12 +128,10 @@ fn asinh_quadrant(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value
     let a = sqrt_of(b, &a)?;
     let c = b.complex(&ym, x)?;
     let c = sqrt_of(b, &c)?;
+    let d = conj_product_imag(b, &a, &c)?;
+    let re = asinh_of(b, &d)?;
     let (ar, ai) = (b.real(&a), b.imag(&a));
     let (cr, ci) = (b.real(&c), b.imag(&c));
-    let p = b.mul(&ar, &ci)?;
-    let q = b.mul(&ai, &cr)?;
-    let d = b.sub(&p, &q)?;
-    let re = asinh_of(b, &d)?;
     let p = b.mul(&ar, &cr)?;
     let q = b.mul(&ai, &ci)?;
     let r = b.sub(&p, &q)?;
@@ -208,13 +215,10 @@ fn acos_parts(b: &mut Builder, x: &Value, y: &Value) -> Result<(Value, Value)> {
     let one_plus = b.complex(&xp, &ay)?;
     let sm = sqrt_of(b, &one_minus)?;
     let sp = sqrt_of(b, &one_plus)?;
-    let (smr, smi) = (b.real(&sm), b.imag(&sm));
-    let (spr, spi) = (b.real(&sp), b.imag(&sp));
+    let (smr, spr) = (b.real(&sm), b.real(&sp));
     let a = b.atan2(&smr, &spr)?;
     let re = b.add(&a, &a)?;
-    let p = b.mul(&spr, &smi)?;
-    let q = b.mul(&spi, &smr)?;
-    let d = b.sub(&p, &q)?;
+    let d = conj_product_imag(b, &sp, &sm)?;
     let im = asinh_of(b, &d)?;
     // Annex G: +0 + i NaN -> pi/2 + i NaN; +inf + iy -> +0 - i inf (y finite);
     // x + i inf -> pi/2 - i inf (pi/4 for x = +inf, NaN for a NaN x); +inf + i NaN ->

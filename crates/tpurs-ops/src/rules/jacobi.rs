@@ -1,13 +1,16 @@
 //! Jacobi plane rotations as StableHLO loops, for real and complex matrices: the one-sided
 //! (Hestenes) iteration behind the SVD, and the two-sided one that polishes float64
-//! eigenvectors. Pairs `(p, q)` are visited in row-cyclic order, one `while` iteration
-//! each; a complex pair is first turned by the phase that makes its coupling real, so that
-//! every rotation itself is real.
+//! eigenvectors. A sweep visits every pair of lines in the round-robin ("chess tournament")
+//! order: `m - 1` rounds, each rotating `m / 2` disjoint pairs at once, so a loop iteration
+//! does O(m^2) work and a sweep O(m^3) (one pair per iteration copied the whole state each
+//! time: O(m^4)). A complex pair is first turned by the phase that makes its coupling real,
+//! so that every rotation itself is real.
 
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::complex::conjugate;
 use super::complex_math::sgn_of;
+use super::index::select_rows;
 use super::linalg::identity_like;
 use super::try_while;
 use crate::error::Result;
@@ -38,76 +41,86 @@ pub(super) fn spread(b: &mut Builder, x: &Value, at: usize, size: i64) -> Result
     Ok(b.broadcast_in_dim(x, &shape, &dims)?)
 }
 
-/// Column (`axis` = last) or row (`axis` = second to last) `j` of the matrices `x`, that
-/// dim dropped.
-fn line(b: &mut Builder, x: &Value, axis: usize, j: &Value) -> Result<Value> {
-    let starts: Vec<Value> = (0..x.rank())
-        .map(|d| if d == axis { j.clone() } else { index(b, 0) })
-        .collect();
-    let mut sizes = x.shape().to_vec();
-    sizes[axis] = 1;
-    let s = b.dynamic_slice(x, &starts, &sizes);
-    let mut shape = x.shape().to_vec();
-    shape.remove(axis);
-    Ok(b.reshape(&s, &shape)?)
+/// The round-robin schedule over `m` (even) lines, flattened: round `r` is
+/// `order[r * m..(r + 1) * m]`, the lines as pairs `(p0, q0, p1, q1, ..)`; `inverse` puts
+/// them back. Line 0 stays, the others turn one place per round.
+fn schedule(m: i64) -> (Vec<Literal>, Vec<Literal>) {
+    let (mut order, mut inverse) = (Vec::new(), Vec::new());
+    for r in 0..m - 1 {
+        let line = |i: i64| if i == 0 { 0 } else { 1 + (i - 1 + r) % (m - 1) };
+        let round: Vec<i64> = (0..m / 2)
+            .flat_map(|i| [line(i), line(m - 1 - i)])
+            .collect();
+        let mut back = vec![0; m as usize];
+        for (at, &l) in round.iter().enumerate() {
+            back[l as usize] = at as i64;
+        }
+        order.extend(round.into_iter().map(Literal::Int));
+        inverse.extend(back.into_iter().map(Literal::Int));
+    }
+    (order, inverse)
 }
 
-/// Writes `l` as line `j` of `x` along `axis` (see `line`).
-fn set_line(b: &mut Builder, x: &Value, axis: usize, l: &Value, j: &Value) -> Result<Value> {
-    let l = spread(b, l, axis, 1)?;
-    let starts: Vec<Value> = (0..x.rank())
-        .map(|d| if d == axis { j.clone() } else { index(b, 0) })
-        .collect();
-    Ok(b.dynamic_update_slice(x, &l, &starts))
+/// Row `r` (a 0-d int64 value) of a schedule table flattened as `m` entries per round.
+fn round_of(b: &mut Builder, table: &Value, r: &Value, m: i64) -> Value {
+    let width = index(b, m);
+    let start = b.mul(r, &width).expect("int64");
+    b.dynamic_slice(table, &[start], &[m])
 }
 
-/// The length of a line of `x` along `axis`: the other of its last two dims.
-fn line_len(x: &Value, axis: usize) -> i64 {
-    let r = x.rank();
-    x.shape()[if axis == r - 1 { r - 2 } else { r - 1 }]
+/// The even and odd lines of `x` along `axis` (`[.., m, ..]` to two `[.., m / 2, ..]`).
+fn halves(b: &mut Builder, x: &Value, axis: usize) -> Result<(Value, Value)> {
+    let mut paired = x.shape().to_vec();
+    paired[axis] /= 2;
+    paired.insert(axis + 1, 2);
+    let xr = b.reshape(x, &paired)?;
+    let mut out = paired.clone();
+    out.remove(axis + 1);
+    let p = b.slice_dim(&xr, axis + 1, 0, 1, 1)?;
+    let q = b.slice_dim(&xr, axis + 1, 1, 2, 1)?;
+    Ok((b.reshape(&p, &out)?, b.reshape(&q, &out)?))
 }
 
-/// `x[.., i, j]`, one entry per matrix.
-fn entry(b: &mut Builder, x: &Value, i: &Value, j: &Value) -> Result<Value> {
-    let column = line(b, x, x.rank() - 1, j)?;
-    line(b, &column, x.rank() - 2, i)
+/// The inverse of `halves`: `p` and `q` interleaved along `axis`.
+fn interleave(b: &mut Builder, p: &Value, q: &Value, axis: usize) -> Result<Value> {
+    let mut one = p.shape().to_vec();
+    one.insert(axis + 1, 1);
+    let (p1, q1) = (b.reshape(p, &one)?, b.reshape(q, &one)?);
+    let both = b.concatenate(&[&p1, &q1], axis + 1)?;
+    let mut shape = p.shape().to_vec();
+    shape[axis] *= 2;
+    Ok(b.reshape(&both, &shape)?)
 }
 
-/// Rotates lines `p` and `q` of `x` along `axis` by `(c, s)` (each `[..]`, one per
-/// matrix, `x`'s dtype): `p <- c p - s q`, `q <- s p + c q`.
-fn rotate(
+/// `v` (`[batch.., m / 2]`, one per pair) laid along `axis` of a line half shaped like
+/// `like` (`[batch.., a, b]`).
+fn along(b: &mut Builder, v: &Value, like: &Value, axis: usize) -> Result<Value> {
+    let batch = like.rank() - 2;
+    let dims: Vec<i64> = (0..batch).chain([axis]).map(|d| d as i64).collect();
+    Ok(b.broadcast_in_dim(v, like.shape(), &dims)?)
+}
+
+/// One rotation of every pair of lines of `x` along `axis` (`x` in schedule order, pairs
+/// adjacent): `q` is first multiplied by `turn`, then `p <- c p - s q`, `q <- s p + c q`
+/// (`c`, `s`, `turn`: `[batch.., m / 2]`, `x`'s dtype).
+fn rotate_pairs(
     b: &mut Builder,
     x: &Value,
     axis: usize,
-    pair: (&Value, &Value),
-    c: &Value,
-    s: &Value,
+    (c, s): (&Value, &Value),
+    turn: Option<&Value>,
 ) -> Result<Value> {
-    let (p, q) = pair;
-    let (at, len) = (x.rank() - 2, line_len(x, axis));
-    let (c, s) = (spread(b, c, at, len)?, spread(b, s, at, len)?);
-    let (xp, xq) = (line(b, x, axis, p)?, line(b, x, axis, q)?);
-    let (cp, sq) = (b.mul(&c, &xp)?, b.mul(&s, &xq)?);
+    let (p, mut q) = halves(b, x, axis)?;
+    if let Some(turn) = turn {
+        let t = along(b, turn, &q, axis)?;
+        q = b.mul(&q, &t)?;
+    }
+    let (c, s) = (along(b, c, &p, axis)?, along(b, s, &p, axis)?);
+    let (cp, sq) = (b.mul(&c, &p)?, b.mul(&s, &q)?);
     let new_p = b.sub(&cp, &sq)?;
-    let (sp, cq) = (b.mul(&s, &xp)?, b.mul(&c, &xq)?);
+    let (sp, cq) = (b.mul(&s, &p)?, b.mul(&c, &q)?);
     let new_q = b.add(&sp, &cq)?;
-    let x = set_line(b, x, axis, &new_p, p)?;
-    set_line(b, &x, axis, &new_q, q)
-}
-
-/// Multiplies line `q` of `x` along `axis` by `turn` (`[..]`, one per matrix).
-fn turn_line(b: &mut Builder, x: &Value, axis: usize, q: &Value, turn: &Value) -> Result<Value> {
-    let turn = spread(b, turn, x.rank() - 2, line_len(x, axis))?;
-    let l = line(b, x, axis, q)?;
-    let l = b.mul(&l, &turn)?;
-    set_line(b, x, axis, &l, q)
-}
-
-/// `sum_rows conj(x) y` of two column batches (`[.., rows]`).
-fn inner(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
-    let x = conjugate(b, x)?;
-    let xy = b.mul(&x, y)?;
-    Ok(sum(b, &xy, xy.rank() - 1))
+    interleave(b, &new_p, &new_q, axis)
 }
 
 /// `(|g|, conj(g) / |g|)` of a complex coupling `g` (the turn is 1 where `g` is 0);
@@ -156,39 +169,6 @@ fn rotation(
     Ok((b.select(act, &c, &one)?, b.select(act, &s, &zero)?))
 }
 
-/// The pair after `(p, q)` in row-cyclic order over `n` lines: `(p, q + 1)`, or
-/// `(p + 1, p + 2)` after the last.
-fn next_pair(b: &mut Builder, p: &Value, q: &Value, n: i64) -> Result<(Value, Value)> {
-    let one = index(b, 1);
-    let q1 = b.add(q, &one)?;
-    let n_i = index(b, n);
-    let row_done = b.compare(CompareDir::Ge, &q1, &n_i)?;
-    let p1 = b.add(p, &one)?;
-    let p2 = b.add(&p1, &one)?;
-    Ok((b.select(&row_done, &p1, p)?, b.select(&row_done, &p2, &q1)?))
-}
-
-/// One sweep over every pair of `n` lines: runs `step` on `[p, q, state..]` for each.
-fn sweep(
-    b: &mut Builder,
-    n: i64,
-    state: &[&Value],
-    step: impl FnOnce(&mut Builder, &[Value]) -> Result<Vec<Value>>,
-) -> Result<Vec<Value>> {
-    let (p, q) = (index(b, 0), index(b, 1));
-    let init: Vec<&Value> = [&p, &q].into_iter().chain(state.iter().copied()).collect();
-    let out = try_while(
-        b,
-        &init,
-        |b, s| {
-            let last = index(b, n - 1);
-            Ok(b.compare(CompareDir::Lt, &s[0], &last)?)
-        },
-        step,
-    )?;
-    Ok(out[2..].to_vec())
-}
-
 /// Where `rel` is above `tol`, and the largest `rel` of the batch folded into `off`.
 fn open_pairs(b: &mut Builder, rel: &Value, off: &Value, tol: f64) -> Result<(Value, Value)> {
     let limit = b.full_like(rel, Literal::Float(tol));
@@ -199,39 +179,20 @@ fn open_pairs(b: &mut Builder, rel: &Value, off: &Value, tol: f64) -> Result<(Va
     Ok((act, b.max(off, &worst)?))
 }
 
-/// One one-sided rotation on `[p, q, off, w, v]`: orthogonalises columns `p` and `q` of
-/// `w` (when they are not yet, relative to `tol`), applies the same rotation to `v`,
-/// records the largest relative non-orthogonality seen and moves to the next pair.
-fn one_sided_step(b: &mut Builder, st: &[Value], tol: f64) -> Result<Vec<Value>> {
-    let (p, q, off, w, v) = (&st[0], &st[1], &st[2], &st[3], &st[4]);
-    let cols = w.rank() - 1;
-    let (wp, wq) = (line(b, w, cols, p)?, line(b, w, cols, q)?);
-    let (pp, qq, pq) = (
-        inner(b, &wp, &wp)?,
-        inner(b, &wq, &wq)?,
-        inner(b, &wp, &wq)?,
-    );
-    let (alpha, beta) = (b.real(&pp), b.real(&qq));
-    let (gamma, turn) = split_phase(b, &pq)?;
-    let zero = b.full_like(&alpha, Literal::Float(0.0));
-    let ab = b.mul(&alpha, &beta)?;
+/// `|gamma| / sqrt(|alpha beta|)`: a coupling relative to its pair's diagonal (or column
+/// norms); 0 where `gamma` is 0 and infinite where only the diagonal is.
+fn relative(b: &mut Builder, alpha: &Value, beta: &Value, gamma: &Value) -> Result<Value> {
+    let ab = b.mul(alpha, beta)?;
+    let ab = b.abs(&ab);
     let norm = b.sqrt(&ab);
-    let mag = b.abs(&gamma);
+    let mag = b.abs(gamma);
+    let zero = b.full_like(&mag, Literal::Float(0.0));
     let ratio = b.div(&mag, &norm)?;
     let nonzero = b.compare(CompareDir::Gt, &norm, &zero)?;
-    let rel = b.select(&nonzero, &ratio, &zero)?;
-    let (act, off) = open_pairs(b, &rel, off, tol)?;
-    let (c, s) = rotation(b, (&alpha, &beta, &gamma), &act)?;
-    let (c, s) = (b.convert(&c, w.dtype()), b.convert(&s, w.dtype()));
-    let (mut w, mut v) = (w.clone(), v.clone());
-    if let Some(turn) = turn {
-        w = turn_line(b, &w, cols, q, &turn)?;
-        v = turn_line(b, &v, cols, q, &turn)?;
-    }
-    let w = rotate(b, &w, cols, (p, q), &c, &s)?;
-    let v = rotate(b, &v, cols, (p, q), &c, &s)?;
-    let (p, q) = next_pair(b, p, q, w.shape()[cols])?;
-    Ok(vec![p, q, off, w, v])
+    let inf = b.full_like(&mag, Literal::Float(f64::INFINITY));
+    let coupled = b.compare(CompareDir::Gt, &mag, &zero)?;
+    let unscaled = b.select(&coupled, &inf, &zero)?;
+    Ok(b.select(&nonzero, &ratio, &unscaled)?)
 }
 
 fn epsilon(dtype: DType) -> f64 {
@@ -240,6 +201,113 @@ fn epsilon(dtype: DType) -> f64 {
     } else {
         f32::EPSILON as f64
     }
+}
+
+/// `x` padded with zero lines up to an even count along each of `axes`.
+fn pad_even(b: &mut Builder, x: &Value, axes: &[usize]) -> Result<Value> {
+    let mut high = vec![0; x.rank()];
+    for &a in axes {
+        high[a] = x.shape()[a] % 2;
+    }
+    let zero = b.constant(Literal::Float(0.0), x.dtype());
+    let low = vec![0; x.rank()];
+    Ok(b.pad(x, &zero, &low, &high, &low)?)
+}
+
+/// Sweeps of `step` over the rounds of the schedule of `m` lines on `[off, state..]`,
+/// until the largest coupling a sweep saw is at most `tol` or after `sweeps` sweeps.
+fn sweeps(
+    b: &mut Builder,
+    m: i64,
+    state: &[&Value],
+    (tol, sweeps): (f64, i64),
+    step: impl Fn(&mut Builder, &Value, &Value, &[Value]) -> Result<Vec<Value>>,
+) -> Result<Vec<Value>> {
+    let (order, inverse) = schedule(m);
+    let order = b.vector(&order, DType::I64);
+    let inverse = b.vector(&inverse, DType::I64);
+    let s = index(b, 0);
+    let off = b.constant(Literal::Float(f64::INFINITY), state[0].dtype().real_part());
+    let init: Vec<&Value> = [&s, &off]
+        .into_iter()
+        .chain(state.iter().copied())
+        .collect();
+    let out = try_while(
+        b,
+        &init,
+        |b, s| {
+            let cap = index(b, sweeps);
+            let more = b.compare(CompareDir::Lt, &s[0], &cap)?;
+            let limit = b.scalar_like(&s[1], Literal::Float(tol));
+            let open = b.compare(CompareDir::Gt, &s[1], &limit)?;
+            Ok(b.and(&more, &open)?)
+        },
+        |b, s| {
+            let r = index(b, 0);
+            let off = b.scalar_like(&s[1], Literal::Float(0.0));
+            let init: Vec<&Value> = [&r, &off].into_iter().chain(&s[2..]).collect();
+            let out = try_while(
+                b,
+                &init,
+                |b, s| {
+                    let rounds = index(b, m - 1);
+                    Ok(b.compare(CompareDir::Lt, &s[0], &rounds)?)
+                },
+                |b, s| {
+                    let perm = round_of(b, &order, &s[0], m);
+                    let back = round_of(b, &inverse, &s[0], m);
+                    let mut next = step(b, &perm, &back, &s[1..])?;
+                    let one = index(b, 1);
+                    next.insert(0, b.add(&s[0], &one)?);
+                    Ok(next)
+                },
+            )?;
+            let one = index(b, 1);
+            let next = b.add(&s[0], &one)?;
+            Ok([vec![next], out[1..].to_vec()].concat())
+        },
+    )?;
+    Ok(out[2..].to_vec())
+}
+
+/// One round of one-sided rotations on `[off, w, v]`: orthogonalises the columns of each
+/// pair of `w` (when they are not yet, relative to `tol`) and applies the same rotations
+/// to `v`.
+fn one_sided_round(
+    b: &mut Builder,
+    (perm, back): (&Value, &Value),
+    st: &[Value],
+    tol: f64,
+) -> Result<Vec<Value>> {
+    let (off, w, v) = (&st[0], &st[1], &st[2]);
+    let cols = w.rank() - 1;
+    let wp = select_rows(b, w, cols, perm)?;
+    let vp = select_rows(b, v, cols, perm)?;
+    let (a, c) = halves(b, &wp, cols)?;
+    let rows = w.rank() - 2;
+    let products = |b: &mut Builder, x: &Value, y: &Value| -> Result<Value> {
+        let x = conjugate(b, x)?;
+        let xy = b.mul(&x, y)?;
+        Ok(sum(b, &xy, rows))
+    };
+    let (aa, cc, ac) = (
+        products(b, &a, &a)?,
+        products(b, &c, &c)?,
+        products(b, &a, &c)?,
+    );
+    let (alpha, beta) = (b.real(&aa), b.real(&cc));
+    let (gamma, turn) = split_phase(b, &ac)?;
+    let rel = relative(b, &alpha, &beta, &gamma)?;
+    let (act, off) = open_pairs(b, &rel, off, tol)?;
+    let (cs, sn) = rotation(b, (&alpha, &beta, &gamma), &act)?;
+    let (cs, sn) = (b.convert(&cs, w.dtype()), b.convert(&sn, w.dtype()));
+    let wp = rotate_pairs(b, &wp, cols, (&cs, &sn), turn.as_ref())?;
+    let vp = rotate_pairs(b, &vp, cols, (&cs, &sn), turn.as_ref())?;
+    Ok(vec![
+        off,
+        select_rows(b, &wp, cols, back)?,
+        select_rows(b, &vp, cols, back)?,
+    ])
 }
 
 /// One-sided Jacobi on a tall `a` (`[.., m, n]`, `m >= n`): `(w, v)` with `a v = w`, the
@@ -254,67 +322,65 @@ pub(super) fn one_sided(b: &mut Builder, a: &Value) -> Result<(Value, Value)> {
     if n < 2 {
         return Ok((a.clone(), v));
     }
+    // An odd count gets a zero column, which no rotation touches.
+    let (w0, v0) = (pad_even(b, a, &[r - 1])?, pad_even(b, &v, &[r - 1])?);
+    let m = w0.shape()[r - 1];
     let tol = epsilon(a.dtype()) * a.shape()[r - 2] as f64;
-    let s = index(b, 0);
-    let off = b.constant(Literal::Float(f64::INFINITY), a.dtype().real_part());
-    let out = try_while(
-        b,
-        &[&s, &off, a, &v],
-        |b, s| {
-            let cap = index(b, MAX_SWEEPS);
-            let more = b.compare(CompareDir::Lt, &s[0], &cap)?;
-            let limit = b.scalar_like(&s[1], Literal::Float(tol));
-            let open = b.compare(CompareDir::Gt, &s[1], &limit)?;
-            Ok(b.and(&more, &open)?)
-        },
-        |b, s| {
-            let off = b.scalar_like(&s[1], Literal::Float(0.0));
-            let out = sweep(b, n, &[&off, &s[2], &s[3]], |b, st| {
-                one_sided_step(b, st, tol)
-            })?;
-            let one = index(b, 1);
-            let next = b.add(&s[0], &one)?;
-            Ok([vec![next], out].concat())
-        },
-    )?;
-    Ok((out[2].clone(), out[3].clone()))
+    let out = sweeps(b, m, &[&w0, &v0], (tol, MAX_SWEEPS), |b, perm, back, st| {
+        one_sided_round(b, (perm, back), st, tol)
+    })?;
+    let w = b.slice_dim(&out[0], r - 1, 0, n, 1)?;
+    let v = b.slice_dim(&out[1], r - 1, 0, n, 1)?;
+    Ok((w, v))
 }
 
-/// One two-sided rotation on `[p, q, off, h, v]`: zeroes `h[p, q]` of the Hermitian `h`
-/// by `h <- J^H h J`, `v <- v J`, and moves to the next pair.
-fn two_sided_step(b: &mut Builder, st: &[Value], tol: f64) -> Result<Vec<Value>> {
-    let (p, q, off, h, v) = (&st[0], &st[1], &st[2], &st[3], &st[4]);
+/// The diagonal `[.., m]` of `x` shifted by `k` columns: `x[.., j - k, j]` (0 where that
+/// falls outside).
+fn diagonal(b: &mut Builder, x: &Value, k: i64) -> Result<Value> {
+    let r = x.rank();
+    let ty = TensorType::new(DType::I64, x.shape().to_vec());
+    let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
+    let shift = b.full_like(&row, Literal::Int(k));
+    let row = b.add(&row, &shift)?;
+    let on = b.compare(CompareDir::Eq, &row, &col)?;
+    let zero = b.full_like(x, Literal::Float(0.0));
+    let kept = b.select(&on, x, &zero)?;
+    Ok(sum(b, &kept, r - 2))
+}
+
+/// One round of two-sided rotations on `[off, h, v]`: zeroes the coupling of each pair in
+/// the Hermitian `h` by `h <- J^H h J`, `v <- v J`.
+fn two_sided_round(
+    b: &mut Builder,
+    (perm, back): (&Value, &Value),
+    st: &[Value],
+    tol: f64,
+) -> Result<Vec<Value>> {
+    let (off, h, v) = (&st[0], &st[1], &st[2]);
     let (cols, rows) = (h.rank() - 1, h.rank() - 2);
-    let (pp, qq, pq) = (entry(b, h, p, p)?, entry(b, h, q, q)?, entry(b, h, p, q)?);
+    let hp = select_rows(b, h, rows, perm)?;
+    let hp = select_rows(b, &hp, cols, perm)?;
+    let vp = select_rows(b, v, cols, perm)?;
+    let d = diagonal(b, &hp, 0)?;
+    let (pp, qq) = halves(b, &d, cols - 1)?;
+    let above = diagonal(b, &hp, 1)?;
+    let (_, pq) = halves(b, &above, cols - 1)?;
     let (alpha, beta) = (b.real(&pp), b.real(&qq));
     let (gamma, turn) = split_phase(b, &pq)?;
-    // Relative to the pair's diagonal, so that tiny eigenvalues keep their accuracy.
-    let ab = b.mul(&alpha, &beta)?;
-    let ab = b.abs(&ab);
-    let norm = b.sqrt(&ab);
-    let mag = b.abs(&gamma);
-    let zero = b.full_like(&mag, Literal::Float(0.0));
-    let nonzero = b.compare(CompareDir::Gt, &norm, &zero)?;
-    let ratio = b.div(&mag, &norm)?;
-    let inf = b.full_like(&mag, Literal::Float(f64::INFINITY));
-    let coupled = b.compare(CompareDir::Gt, &mag, &zero)?;
-    let unscaled = b.select(&coupled, &inf, &zero)?;
-    let rel = b.select(&nonzero, &ratio, &unscaled)?;
+    let rel = relative(b, &alpha, &beta, &gamma)?;
     let (act, off) = open_pairs(b, &rel, off, tol)?;
-    let (c, s) = rotation(b, (&alpha, &beta, &gamma), &act)?;
-    let (c, s) = (b.convert(&c, h.dtype()), b.convert(&s, h.dtype()));
-    let (mut h, mut v) = (h.clone(), v.clone());
-    if let Some(turn) = turn {
-        let back = conjugate(b, &turn)?;
-        h = turn_line(b, &h, cols, q, &turn)?;
-        h = turn_line(b, &h, rows, q, &back)?;
-        v = turn_line(b, &v, cols, q, &turn)?;
-    }
-    let h = rotate(b, &h, cols, (p, q), &c, &s)?;
-    let h = rotate(b, &h, rows, (p, q), &c, &s)?;
-    let v = rotate(b, &v, cols, (p, q), &c, &s)?;
-    let (p, q) = next_pair(b, p, q, h.shape()[cols])?;
-    Ok(vec![p, q, off, h, v])
+    let (cs, sn) = rotation(b, (&alpha, &beta, &gamma), &act)?;
+    let (cs, sn) = (b.convert(&cs, h.dtype()), b.convert(&sn, h.dtype()));
+    let back_turn = turn.as_ref().map(|t| conjugate(b, t)).transpose()?;
+    let hp = rotate_pairs(b, &hp, cols, (&cs, &sn), turn.as_ref())?;
+    let hp = rotate_pairs(b, &hp, rows, (&cs, &sn), back_turn.as_ref())?;
+    let vp = rotate_pairs(b, &vp, cols, (&cs, &sn), turn.as_ref())?;
+    let h = select_rows(b, &hp, rows, back)?;
+    Ok(vec![
+        off,
+        select_rows(b, &h, cols, back)?,
+        select_rows(b, &vp, cols, back)?,
+    ])
 }
 
 /// Two-sided Jacobi on the Hermitian `h` (`[.., n, n]`) from the unitary `v`, until every
@@ -325,34 +391,25 @@ pub(super) fn two_sided(
     b: &mut Builder,
     h: &Value,
     v: &Value,
-    sweeps: i64,
+    sweeps_at_most: i64,
 ) -> Result<(Value, Value)> {
-    let n = h.shape()[h.rank() - 1];
+    let r = h.rank();
+    let n = h.shape()[r - 1];
     if n < 2 {
         return Ok((h.clone(), v.clone()));
     }
+    let (h0, v0) = (pad_even(b, h, &[r - 2, r - 1])?, pad_even(b, v, &[r - 1])?);
+    let m = h0.shape()[r - 1];
     let tol = epsilon(h.dtype()) * n as f64;
-    let s = index(b, 0);
-    let off = b.constant(Literal::Float(f64::INFINITY), h.dtype().real_part());
-    let out = try_while(
+    let out = sweeps(
         b,
-        &[&s, &off, h, v],
-        |b, s| {
-            let cap = index(b, sweeps);
-            let more = b.compare(CompareDir::Lt, &s[0], &cap)?;
-            let limit = b.scalar_like(&s[1], Literal::Float(tol));
-            let open = b.compare(CompareDir::Gt, &s[1], &limit)?;
-            Ok(b.and(&more, &open)?)
-        },
-        |b, s| {
-            let off = b.scalar_like(&s[1], Literal::Float(0.0));
-            let out = sweep(b, n, &[&off, &s[2], &s[3]], |b, st| {
-                two_sided_step(b, st, tol)
-            })?;
-            let one = index(b, 1);
-            let next = b.add(&s[0], &one)?;
-            Ok([vec![next], out].concat())
-        },
+        m,
+        &[&h0, &v0],
+        (tol, sweeps_at_most),
+        |b, perm, back, st| two_sided_round(b, (perm, back), st, tol),
     )?;
-    Ok((out[2].clone(), out[3].clone()))
+    let h = b.slice_dim(&out[0], r - 2, 0, n, 1)?;
+    let h = b.slice_dim(&h, r - 1, 0, n, 1)?;
+    let v = b.slice_dim(&out[1], r - 1, 0, n, 1)?;
+    Ok((h, v))
 }

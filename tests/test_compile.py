@@ -350,6 +350,20 @@ def test_compiled_adam_step_keeps_cpu_step_counters_off_the_device():
         close(opt.state[p]["exp_avg_sq"], ref_opt.state[q]["exp_avg_sq"])
 
 
+def test_cpu_values_in_a_compiled_graph_stay_on_the_cpu():
+    # A CPU value made from CPU values runs on the host; one made from device values
+    # (`.cpu()` of a device sum) is read back; both come out on the CPU, as in eager.
+    def f(x, s):
+        return x * 2, (x.sum().cpu() + 1) * s, s + 1
+
+    x, s = torch.randn(4), torch.tensor(3.0)
+    with no_fallback():
+        got = torch.compile(f)(x.to("tpu"), s)
+    assert [g.device.type for g in got] == ["tpu", "cpu", "cpu"]
+    for g, e in zip(got, f(x, s)):
+        close(g, e)
+
+
 def test_fused_in_place_updates_donate_dead_buffers_only():
     a = torch.randn(256, device="tpu")
     expected = a.cpu()

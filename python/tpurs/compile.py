@@ -225,9 +225,13 @@ class _Described:
         # Nodes whose values all live on the CPU and come from CPU values only (an optimizer's
         # step counters and the bias corrections made of them) run on the host at call time:
         # writing them back into their CPU tensors then waits for nothing on the device.
-        self.host_nodes = [n for n in gm.graph.nodes if n.op == "call_function" and _on_cpu(n.meta.get("val"))]
-        host = set(placeholders) | set(self.host_nodes)
-        self.host_nodes = [n for n in self.host_nodes if all(a in host for a in n.all_input_nodes)]
+        self.host_nodes: list[torch.fx.Node] = []
+        host = set(placeholders)
+        for node in gm.graph.nodes:  # in topological order
+            cpu = node.op == "call_function" and _on_cpu(node.meta.get("val"))
+            if cpu and all(a in host for a in node.all_input_nodes):
+                host.add(node)
+                self.host_nodes.append(node)
         self.host = set(self.host_nodes)
         for node in self.host_nodes:
             if any(u not in self.host and u.op != "output" for u in node.users):
@@ -285,7 +289,8 @@ class _Described:
         if o in self.host:
             return ("host", o)
         self.outputs.append(env[o])
-        return ("value", len(self.outputs) - 1)
+        # A CPU value computed from device values (`x.sum().cpu()`) is read back, as eager does.
+        return ("cpu_value" if _on_cpu(o.meta.get("val")) else "value", len(self.outputs) - 1)
 
 
 def _dump(kind: str, text: str) -> None:
@@ -328,6 +333,7 @@ def _runner(desc: _Described, graph_id: int) -> Callable[[list[Any]], list[Any]]
         inputs = [picks[kind](value) for kind, value in sources]
         outs = run_graph(graph_id, inputs) if desc.outputs else []
         picks["value"] = outs.__getitem__
+        picks["cpu_value"] = lambda i: outs[i].cpu()
         return [None if r is None else picks[r[0]](r[1]) for r in returns]
 
     run._boxed_call = True  # type: ignore[attr-defined]

@@ -4,13 +4,12 @@
 //! 1e-8 relative, so they are polished by our own two-sided Jacobi on `V^H A V` until the
 //! couplings reach working precision. Complex vectors get LAPACK's phase convention.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, TensorType, Value};
 
 use super::complex::conjugate;
-use super::complex_math::sgn_of;
 use super::empty;
-use super::jacobi::{spread, sum, two_sided};
-use super::linalg::{adjoint, batch_matmul, float_matrices, identity_like, transpose_last};
+use super::jacobi::{diagonal, split_phase, spread, two_sided};
+use super::linalg::{adjoint, batch_matmul, float_matrices, transpose_last};
 use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Result};
 use crate::table::Registry;
@@ -107,9 +106,7 @@ fn polish(b: &mut Builder, a: &Value, v: &Value) -> Result<(Value, Value)> {
     let vh = adjoint(b, v)?;
     let h = batch_matmul(b, &vh, &av)?;
     let (h, v) = two_sided(b, &h, v, POLISH_SWEEPS)?;
-    let eye = identity_like(b, &h)?;
-    let diagonal = b.mul(&h, &eye)?;
-    let values = sum(b, &diagonal, r - 2);
+    let values = diagonal(b, &h, 0)?;
     let values = b.real(&values);
     let ascending =
         |b: &mut Builder, s: &[Value]| b.compare(CompareDir::Lt, &s[0], &s[1]).expect("same types");
@@ -129,14 +126,9 @@ fn real_in_row(b: &mut Builder, v: &Value, row: i64) -> Result<Value> {
     let mut limit = v.shape().to_vec();
     limit[r - 2] = row + 1;
     let entries = b.slice(v, &start, &limit, &vec![1; r])?;
-    let unit = sgn_of(b, &entries)?;
-    let turn = conjugate(b, &unit)?;
     // A zero entry leaves its vector as it is.
-    let size = b.magnitude(&entries);
-    let zero = b.full_like(&size, Literal::Float(0.0));
-    let at_zero = b.compare(CompareDir::Eq, &size, &zero)?;
-    let one = b.full_like(&turn, Literal::Float(1.0));
-    let turn = b.select(&at_zero, &one, &turn)?;
+    let (_, turn) = split_phase(b, &entries)?;
+    let turn = turn.expect("complex eigenvectors");
     let all: Vec<i64> = (0..r as i64).collect();
     let turn = b.broadcast_in_dim(&turn, v.shape(), &all)?;
     Ok(b.mul(v, &turn)?)

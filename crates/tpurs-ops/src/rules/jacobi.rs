@@ -12,6 +12,7 @@ use super::complex::conjugate;
 use super::complex_math::sgn_of;
 use super::index::select_rows;
 use super::linalg::identity_like;
+use super::reduce::squared_magnitude;
 use super::try_while;
 use crate::error::Result;
 
@@ -125,7 +126,7 @@ fn rotate_pairs(
 
 /// `(|g|, conj(g) / |g|)` of a complex coupling `g` (the turn is 1 where `g` is 0);
 /// `(g, None)` of a real one.
-fn split_phase(b: &mut Builder, g: &Value) -> Result<(Value, Option<Value>)> {
+pub(super) fn split_phase(b: &mut Builder, g: &Value) -> Result<(Value, Option<Value>)> {
     if !g.dtype().is_complex() {
         return Ok((g.clone(), None));
     }
@@ -167,6 +168,25 @@ fn rotation(
     let c = b.rsqrt(&tt1);
     let s = b.mul(&c, &t)?;
     Ok((b.select(act, &c, &one)?, b.select(act, &s, &zero)?))
+}
+
+/// The rotations of one round, from each pair's real diagonal (or squared column norms)
+/// `alpha`, `beta` and its coupling `pq`: the largest relative coupling folded into `off`,
+/// `(c, s)` in `dtype` (the identity where the coupling is below `tol`), and the turn of
+/// line `q` that makes a complex coupling real.
+#[allow(clippy::type_complexity)]
+fn pair_rotations(
+    b: &mut Builder,
+    (alpha, beta, pq): (&Value, &Value, &Value),
+    off: &Value,
+    tol: f64,
+    dtype: DType,
+) -> Result<(Value, (Value, Value), Option<Value>)> {
+    let (gamma, turn) = split_phase(b, pq)?;
+    let rel = relative(b, alpha, beta, &gamma)?;
+    let (act, off) = open_pairs(b, &rel, off, tol)?;
+    let (c, s) = rotation(b, (alpha, beta, &gamma), &act)?;
+    Ok((off, (b.convert(&c, dtype), b.convert(&s, dtype)), turn))
 }
 
 /// Where `rel` is above `tol`, and the largest `rel` of the batch folded into `off`.
@@ -285,22 +305,12 @@ fn one_sided_round(
     let vp = select_rows(b, v, cols, perm)?;
     let (a, c) = halves(b, &wp, cols)?;
     let rows = w.rank() - 2;
-    let products = |b: &mut Builder, x: &Value, y: &Value| -> Result<Value> {
-        let x = conjugate(b, x)?;
-        let xy = b.mul(&x, y)?;
-        Ok(sum(b, &xy, rows))
-    };
-    let (aa, cc, ac) = (
-        products(b, &a, &a)?,
-        products(b, &c, &c)?,
-        products(b, &a, &c)?,
-    );
-    let (alpha, beta) = (b.real(&aa), b.real(&cc));
-    let (gamma, turn) = split_phase(b, &ac)?;
-    let rel = relative(b, &alpha, &beta, &gamma)?;
-    let (act, off) = open_pairs(b, &rel, off, tol)?;
-    let (cs, sn) = rotation(b, (&alpha, &beta, &gamma), &act)?;
-    let (cs, sn) = (b.convert(&cs, w.dtype()), b.convert(&sn, w.dtype()));
+    let (aa, cc) = (squared_magnitude(b, &a)?, squared_magnitude(b, &c)?);
+    let (alpha, beta) = (sum(b, &aa, rows), sum(b, &cc, rows));
+    let a = conjugate(b, &a)?;
+    let ac = b.mul(&a, &c)?;
+    let ac = sum(b, &ac, rows);
+    let (off, (cs, sn), turn) = pair_rotations(b, (&alpha, &beta, &ac), off, tol, w.dtype())?;
     let wp = rotate_pairs(b, &wp, cols, (&cs, &sn), turn.as_ref())?;
     let vp = rotate_pairs(b, &vp, cols, (&cs, &sn), turn.as_ref())?;
     Ok(vec![
@@ -336,7 +346,7 @@ pub(super) fn one_sided(b: &mut Builder, a: &Value) -> Result<(Value, Value)> {
 
 /// The diagonal `[.., m]` of `x` shifted by `k` columns: `x[.., j - k, j]` (0 where that
 /// falls outside).
-fn diagonal(b: &mut Builder, x: &Value, k: i64) -> Result<Value> {
+pub(super) fn diagonal(b: &mut Builder, x: &Value, k: i64) -> Result<Value> {
     let r = x.rank();
     let ty = TensorType::new(DType::I64, x.shape().to_vec());
     let (row, col) = (b.iota(&ty, r - 2), b.iota(&ty, r - 1));
@@ -366,11 +376,7 @@ fn two_sided_round(
     let above = diagonal(b, &hp, 1)?;
     let (_, pq) = halves(b, &above, cols - 1)?;
     let (alpha, beta) = (b.real(&pp), b.real(&qq));
-    let (gamma, turn) = split_phase(b, &pq)?;
-    let rel = relative(b, &alpha, &beta, &gamma)?;
-    let (act, off) = open_pairs(b, &rel, off, tol)?;
-    let (cs, sn) = rotation(b, (&alpha, &beta, &gamma), &act)?;
-    let (cs, sn) = (b.convert(&cs, h.dtype()), b.convert(&sn, h.dtype()));
+    let (off, (cs, sn), turn) = pair_rotations(b, (&alpha, &beta, &pq), off, tol, h.dtype())?;
     let back_turn = turn.as_ref().map(|t| conjugate(b, t)).transpose()?;
     let hp = rotate_pairs(b, &hp, cols, (&cs, &sn), turn.as_ref())?;
     let hp = rotate_pairs(b, &hp, rows, (&cs, &sn), back_turn.as_ref())?;

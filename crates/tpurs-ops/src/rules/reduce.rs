@@ -466,7 +466,7 @@ fn var_std(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// `|x|^2`: `x * x` for real `x`, `re^2 + im^2` for complex.
-fn squared_magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
+pub(super) fn squared_magnitude(b: &mut Builder, x: &Value) -> Result<Value> {
     if !x.dtype().is_complex() {
         return Ok(b.mul(x, x)?);
     }

@@ -12,21 +12,12 @@ use tpurs_hlo::{Builder, CompareDir, Literal, TensorType, Value};
 
 use super::decomp::{corner, householder, q_of};
 use super::empty;
-use super::jacobi::{one_sided, spread, sum};
+use super::jacobi::{diagonal, one_sided, spread, sum};
 use super::linalg::{adjoint, float_matrices, identity_like};
+use super::reduce::squared_magnitude;
 use crate::ctx::{Ctx, Out};
 use crate::error::{runtime, Result};
 use crate::table::Registry;
-
-/// `|x|^2` elementwise, real.
-fn abs_squared(b: &mut Builder, x: &Value) -> Result<Value> {
-    if !x.dtype().is_complex() {
-        return Ok(b.mul(x, x)?);
-    }
-    let (re, im) = (b.real(x), b.imag(x));
-    let (rr, ii) = (b.mul(&re, &re)?, b.mul(&im, &im)?);
-    Ok(b.add(&rr, &ii)?)
-}
 
 /// Sorts the columns of `x` by `key` (`[.., cols]`), largest first.
 fn by_key_descending(b: &mut Builder, x: &Value, key: &Value) -> Result<Value> {
@@ -54,9 +45,7 @@ fn orthonormal(b: &mut Builder, w: &Value, s: &Value, cols: i64) -> Result<Value
     let q = q_of(b, &h, &taus, cols)?;
     // Q's column i is u's times the sign of R[i, i] (zero for a zero column: keep Q's).
     let square = corner(b, &h, k, k)?;
-    let eye = identity_like(b, &square)?;
-    let diag_only = b.mul(&square, &eye)?;
-    let d = sum(b, &diag_only, r - 2);
+    let d = diagonal(b, &square, 0)?;
     // R's diagonal is real for complex matrices too (LAPACK's convention, as XLA's).
     let d = b.real(&d);
     let zero_d = b.full_like(&d, Literal::Float(0.0));
@@ -96,7 +85,7 @@ fn no_values(b: &mut Builder, ty: &TensorType, full: bool) -> Result<Vec<Out>> {
 fn singular_values(b: &mut Builder, a: &Value) -> Result<(Value, Value, Value)> {
     let r = a.rank();
     let (w, v) = one_sided(b, a)?;
-    let sq = abs_squared(b, &w)?;
+    let sq = squared_magnitude(b, &w)?;
     let ss = sum(b, &sq, r - 2);
     let norms = b.sqrt(&ss);
     let (w, v) = (

@@ -4,6 +4,7 @@ while torch is still importing, so it must not need anything from `tpurs/__init_
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import sys
@@ -84,6 +85,7 @@ def load() -> None:
 
     register_optimizer_step_post_hook(_end_batch)
     _route_inductor()
+    atexit.register(_drain_autograd_device_thread)
 
 
 def _refuse_device() -> None:
@@ -117,6 +119,21 @@ def _end_batch(*_) -> None:
     # Inside a compiled step the graph ends where the step ends; nothing to flush.
     if not torch.compiler.is_compiling():
         _core.flush()
+
+
+def _drain_autograd_device_thread() -> None:
+    """At exit, before the interpreter finalizes: torch's autograd thread for the device can
+    drop a finished backward's state (which holds a Python context object) after the caller
+    has returned. If that happens during finalization, taking the GIL ends the thread with
+    pthread_exit inside a noexcept frame and the process aborts ("terminate called without an
+    active exception"). One more backward through that thread, started without a Python
+    object in its state, completes only after the thread has dropped the previous one."""
+    x = torch.empty((), device="tpu", requires_grad=True)
+    seed = torch.empty((), device="tpu")
+    # The engine itself, not `backward()`, which stashes a context in the state; gradients
+    # accumulate into `x.grad` rather than come back through the task (as Python objects).
+    engine = torch.autograd.Variable._execution_engine
+    engine.run_backward((x.view(()),), (seed,), False, False, (), False, True)
 
 
 def _route_inductor() -> None:

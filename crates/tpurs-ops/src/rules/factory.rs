@@ -178,12 +178,23 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
         return runtime("number of steps must be non-negative");
     }
     if dtype.is_complex() {
+        if dtype == DType::C32 {
+            let kernel = if base.is_some() {
+                "logspace_cpu"
+            } else {
+                "linspace_cpu"
+            };
+            return Err(not_for(kernel, dtype));
+        }
         // CPU steps each part on its own (complex minus, divided by and times reals).
         let part = dtype.real_part();
         let re = linear_sequence(&mut ctx.b, start.as_f64(), end.as_f64(), steps, part);
         let im = linear_sequence(&mut ctx.b, start.imag(), end.imag(), steps, part);
         let (re, im) = (re?, im?);
-        let x = ctx.b.complex(&re, &im)?;
+        let x = match base {
+            None => ctx.b.complex(&re, &im)?,
+            Some(base) => complex_power(&mut ctx.b, base, &re, &im)?,
+        };
         return into_out(ctx, out, x);
     }
     // Integer outputs compute in double, as PyTorch does (then truncate).
@@ -216,6 +227,33 @@ fn spaced(ctx: &mut Ctx, base: Option<f64>) -> Result<Vec<Out>> {
     // Out-of-range integers wrap as CPU casts do.
     let x = crate::dtype::cast(b, &x, dtype)?;
     into_out(ctx, out, x)
+}
+
+/// `base ** (re + i im)` as `std::pow` of complex values computes it: `exp(y * log(base))`,
+/// with `log(base)` rounded to the parts' type. A zero base has no logarithm to scale, and
+/// CPU's zeros there carry signs of libm's choosing: it declines to the fallback.
+fn complex_power(b: &mut Builder, base: f64, re: &Value, im: &Value) -> Result<Value> {
+    if base == 0.0 {
+        return Err(Error::Uncovered(
+            "logspace of complex values with base 0".into(),
+        ));
+    }
+    let (lr, li) = (
+        base.abs().ln(),
+        if base < 0.0 {
+            std::f64::consts::PI
+        } else {
+            0.0
+        },
+    );
+    let lr = b.full_like(re, Literal::Float(lr));
+    let li = b.full_like(re, Literal::Float(li));
+    // (re + i im)(lr + i li), as a complex product.
+    let (a, c) = (b.mul(re, &lr)?, b.mul(im, &li)?);
+    let (d, e) = (b.mul(re, &li)?, b.mul(im, &lr)?);
+    let (x, y) = (b.sub(&a, &c)?, b.add(&d, &e)?);
+    let z = b.complex(&x, &y)?;
+    Ok(b.exp(&z))
 }
 
 /// `steps` values from `s` to `e` in float type `w` (see [`linear_sequence_of`]).
@@ -508,7 +546,8 @@ pub(crate) fn register(reg: &mut Registry) {
         .complex();
     reg.ops(&["logspace.out"], logspace)
         .bake_scalars()
-        .any_cast();
+        .any_cast()
+        .complex();
     reg.ops(&["eye.out", "eye.m_out"], eye).any_cast().complex();
     reg.ops(&["isnan", "isnan.out"], isnan).complex();
     reg.ops(&["isinf", "isinf.out"], isinf).complex();

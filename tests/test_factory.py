@@ -291,6 +291,21 @@ def test_sequence_into_view_of_same_size():
         check(fill, torch.zeros(2, 3))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_logspace_matches_cpu(dtype):
+    # base ** (each point of the complex line), as std::pow computes it: exp(y log(base));
+    # a negative base has log |base| + i pi. Base 0 is left to the fallback.
+    cases = [(1 + 2j, 3 - 1j, 5, 2.0), (1 + 2j, 3 - 1j, 7, -2.0), (0, 3, 4, 10.0), (-1.5, 2 + 0.5j, 1, 3.0)]
+    with no_fallback():
+        for start, end, steps, base in cases:
+            assert_same(
+                torch.logspace(start, end, steps, base, dtype=dtype, device="tpu"),
+                torch.logspace(start, end, steps, base, dtype=dtype),
+            )
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexHalf'"):
+            torch.logspace(0, 1, 3, dtype=torch.chalf, device="tpu")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int16, torch.int64, torch.uint8])
 def test_logspace_and_linspace_match_cpu(dtype):
     # Integer outputs cast the bounds to the output type first and wrap on overflow

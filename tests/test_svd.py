@@ -152,16 +152,21 @@ def test_lstsq_matches_each_cpu_driver(driver, shape):
             check(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a, torch.randn(shape[0]), atol=1e-4, rtol=1e-4)
 
 
-def test_lstsq_of_complex_values_takes_the_fallback():
-    # The SVD has no complex lowering yet: complex lstsq runs on the CPU (counted), as an
-    # uncovered call does, instead of refusing the dtype.
-    a = torch.complex(torch.randn(5, 3), torch.randn(5, 3))
-    b = torch.complex(torch.randn(5, 2), torch.randn(5, 2))
-    before = torch.tpu.metrics()["fallbacks"].get("aten::linalg_lstsq", 0)
-    r = torch.linalg.lstsq(a.to("tpu"), b.to("tpu"))
-    assert r.solution.device.type == "tpu"
-    torch.testing.assert_close(r.solution.cpu(), torch.linalg.lstsq(a, b).solution)
-    assert torch.tpu.metrics()["fallbacks"].get("aten::linalg_lstsq", 0) == before + 1
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_lstsq_of_complex_values(driver, dtype):
+    # Residuals and singular values come back real, as on the CPU.
+    tol = 1e-4 if dtype == torch.complex64 else 1e-10
+    with no_fallback():
+        for shape in [(5, 3), (2, 4, 4), (2, 3)]:
+            a, b = torch.randn(*shape, dtype=dtype), torch.randn(*shape[:-1], 2, dtype=dtype)
+            check(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a, b, atol=tol, rtol=tol)
+        if driver == "gelsd":
+            low = (torch.randn(6, 2, dtype=dtype) @ torch.randn(2, 4, dtype=dtype)).contiguous()
+            check(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), low, torch.randn(6, 2, dtype=dtype), atol=tol)
+            a = torch.randn(5, 3, dtype=torch.complex128, requires_grad=True)
+            b = torch.randn(5, 2, dtype=torch.complex128)
+            check(lambda x, y: torch.linalg.lstsq(x, y).solution.abs().sum(), a, b, grad=True)
 
 
 def test_lstsq_rank_deficient_rcond_and_gradients():
@@ -180,6 +185,8 @@ def test_lstsq_rank_deficient_rcond_and_gradients():
         torch.linalg.lstsq(d, torch.randn(5, 2, device="tpu"), driver="foo")
     with pytest.raises(RuntimeError, match="same dtype"):
         torch.linalg.lstsq(d, torch.randn(5, 2, dtype=torch.float64, device="tpu"))
+    with pytest.raises(RuntimeError, match="types other than float and double"):
+        torch.linalg.lstsq(d.half(), torch.randn(5, 2, device="tpu").half())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])

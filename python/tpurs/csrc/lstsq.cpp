@@ -24,9 +24,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_on_device(
   TORCH_CHECK(input.scalar_type() == other.scalar_type(),
               "torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's dtype ",
               input.scalar_type(), " and other's dtype ", other.scalar_type());
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()) && input.scalar_type() != at::kHalf &&
-                  input.scalar_type() != at::kBFloat16,
-              "torch.linalg.lstsq: Expected a floating point or complex tensor as input. Got ", input.scalar_type());
+  const auto dtype = input.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kComplexFloat ||
+                  dtype == at::kComplexDouble,
+              "This function doesn't handle types other than float and double");
   const bool vector_case = other.dim() == input.dim() - 1;
   const at::Tensor b = vector_case ? other.unsqueeze(-1) : other;
   TORCH_CHECK(input.size(-2) == b.size(-2), "torch.linalg.lstsq: input.size(-2) should match other.size(-2)");
@@ -42,42 +43,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_on_device(
   };
   const at::Tensor a = input.expand(with({m, n}));
   const at::Tensor rhs = b.expand(with({m, b.size(-1)}));
-  const double eps = input.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
-                                                         : std::numeric_limits<float>::epsilon();
+  const bool wide = dtype == at::kDouble || dtype == at::kComplexDouble;
+  const double eps = wide ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+  // Residuals and singular values are real, also for complex input.
+  const auto real_options = input.options().dtype(c10::toRealValueType(dtype));
   const double cutoff = rcond.has_value() && *rcond >= 0 ? *rcond : eps * static_cast<double>(std::max(m, n));
   at::Tensor solution, rank, sv;
   if (k == 0) {
     solution = at::zeros(with({n, rhs.size(-1)}), input.options());
     rank = at::zeros(batch, input.options().dtype(at::kLong));
-    sv = at::empty(with({0}), input.options());
+    sv = at::empty(with({0}), real_options);
   } else {
     auto [u, s, vh] = at::linalg_svd(a, /*full_matrices=*/false);
     const at::Tensor keep = s > s.amax(-1, /*keepdim=*/true) * cutoff;
     const at::Tensor inv = at::where(keep, s.reciprocal(), at::zeros_like(s));
-    solution = at::matmul(vh.mT(), inv.unsqueeze(-1) * at::matmul(u.mT(), rhs));
+    solution = at::matmul(vh.mH(), inv.unsqueeze(-1) * at::matmul(u.mH(), rhs));
     rank = keep.sum(-1);
     sv = s;
   }
-  at::Tensor residuals = at::empty({0}, input.options());
+  at::Tensor residuals = at::empty({0}, real_options);
   if (m > n && driver != "gelsy") {
     // gels assumes full rank; gelsd / gelss report residuals only if every matrix has it.
     const bool full = driver == "gels" || n == 0 || rank.eq(n).all().item<bool>();
-    if (full) residuals = (at::matmul(a, solution) - rhs).square().sum(-2);
+    if (full) residuals = (at::matmul(a, solution) - rhs).abs().square().sum(-2);
   }
   if (driver == "gels") rank = at::empty({0}, input.options().dtype(at::kLong));
-  if (driver != "gelsd" && driver != "gelss") sv = at::empty({0}, input.options());
+  if (driver != "gelsd" && driver != "gelss") sv = at::empty({0}, real_options);
   if (vector_case) solution = solution.squeeze(-1);
   return {solution, residuals, rank, sv};
 }
 
-// Complex inputs go where other uncovered calls go (the SVD has no complex lowering yet):
-// the CPU fallback, or NotImplementedError under TPURS_FALLBACK=error.
-void linalg_lstsq_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+void linalg_lstsq_boxed(const c10::OperatorHandle& /*op*/, torch::jit::Stack* stack) {
   auto args = torch::jit::last(*stack, 4);
-  if (args[0].toTensor().is_complex()) {
-    cpu_fallback(op, stack);
-    return;
-  }
   const at::Tensor input = args[0].toTensor();
   const at::Tensor other = args[1].toTensor();
   const std::optional<double> rcond = args[2].isNone() ? std::nullopt : std::optional<double>(args[2].toDouble());

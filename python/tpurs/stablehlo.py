@@ -36,6 +36,10 @@ _ELEMENT_TYPES = {
     "bf16": torch.bfloat16,
     "f32": torch.float32,
     "f64": torch.float64,
+    "f8E5M2": torch.float8_e5m2,
+    "f8E4M3FN": torch.float8_e4m3fn,
+    "f8E5M2FNUZ": torch.float8_e5m2fnuz,
+    "f8E4M3FNUZ": torch.float8_e4m3fnuz,
     "complex<f32>": torch.complex64,
     "complex<f64>": torch.complex128,
 }

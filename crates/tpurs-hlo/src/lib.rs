@@ -7,12 +7,14 @@ mod builder;
 mod complex;
 mod contract;
 mod control;
+mod float8;
 mod ops;
 mod types;
 
 pub use builder::{Builder, Precision, Value};
 pub use complex::FftKind;
 pub use contract::ConvDims;
+pub use float8::float8_bits;
 pub use ops::{CompareDir, GatherDims, ScatterDims};
 pub use types::{DType, Literal, TensorType};
 

@@ -243,6 +243,13 @@ impl Builder {
         if let Some(same) = x.spelled_as(dtype).filter(|_| dtype != DType::C32) {
             return same;
         }
+        if dtype == DType::F8E4M3FN && x.dtype().is_float() && !x.dtype().is_float8() {
+            // torch's casts to e4m3fn saturate at its largest finite value; XLA's give NaN.
+            let max = self.full_like(x, Literal::Float(448.0));
+            let min = self.full_like(x, Literal::Float(-448.0));
+            let clamped = self.clamp(&min, x, &max);
+            return self.emit1("stablehlo.convert", &[&clamped], "", x.ty.with_dtype(dtype));
+        }
         let computed = dtype.computed_as();
         let y = match x.spelled_as(computed) {
             Some(y) => y,

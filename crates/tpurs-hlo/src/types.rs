@@ -31,6 +31,14 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// `f8E5M2`: 5 exponent and 2 mantissa bits, with infinities.
+    F8E5M2,
+    /// `f8E4M3FN`: 4 exponent and 3 mantissa bits, finite (NaN, no infinities).
+    F8E4M3FN,
+    /// `f8E5M2FNUZ`: finite, one NaN, no negative zero.
+    F8E5M2FNUZ,
+    /// `f8E4M3FNUZ`: finite, one NaN, no negative zero.
+    F8E4M3FNUZ,
     /// `complex<f16>` as torch stores it (half-precision parts), computed as `complex<f32>`:
     /// StableHLO has no half-precision complex type, so a value of this type is a
     /// `complex<f32>` whose parts hold half-precision numbers where it is stored.
@@ -58,6 +66,10 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F8E5M2 => "f8E5M2",
+            DType::F8E4M3FN => "f8E4M3FN",
+            DType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            DType::F8E4M3FNUZ => "f8E4M3FNUZ",
             DType::C32 | DType::C64 => "complex<f32>",
             DType::C128 => "complex<f64>",
         }
@@ -65,7 +77,15 @@ impl DType {
 
     /// True for floating-point types.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64) || self.is_float8()
+    }
+
+    /// True for the 8-bit float types.
+    pub fn is_float8(self) -> bool {
+        matches!(
+            self,
+            DType::F8E5M2 | DType::F8E4M3FN | DType::F8E5M2FNUZ | DType::F8E4M3FNUZ
+        )
     }
 
     /// True for the complex types.
@@ -116,6 +136,7 @@ impl DType {
     pub fn byte_size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::F8E5M2 | DType::F8E4M3FN | DType::F8E5M2FNUZ | DType::F8E4M3FNUZ => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 | DType::C32 => 4,
             DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
@@ -232,6 +253,7 @@ impl Literal {
             DType::F64 => format!("0x{:016X}", self.as_f64().to_bits()),
             DType::F16 => format!("0x{:04X}", half::f16::from_f64(self.as_f64()).to_bits()),
             DType::BF16 => format!("0x{:04X}", half::bf16::from_f64(self.as_f64()).to_bits()),
+            d if d.is_float8() => format!("0x{:02X}", crate::float8_bits(self.as_f64(), d)),
             // A real value as a complex element has imaginary part zero. Complex32 parts are
             // rounded to half precision, then spelled as f32.
             DType::C32 => {

@@ -20,6 +20,10 @@ pub fn from_scalar_type(code: i32) -> Option<DType> {
         10 => DType::C128,
         11 => DType::Bool,
         15 => DType::BF16,
+        23 => DType::F8E5M2,
+        24 => DType::F8E4M3FN,
+        25 => DType::F8E5M2FNUZ,
+        26 => DType::F8E4M3FNUZ,
         27 => DType::U16,
         28 => DType::U32,
         29 => DType::U64,
@@ -43,6 +47,10 @@ pub fn to_scalar_type(dtype: DType) -> i32 {
         DType::C128 => 10,
         DType::Bool => 11,
         DType::BF16 => 15,
+        DType::F8E5M2 => 23,
+        DType::F8E4M3FN => 24,
+        DType::F8E5M2FNUZ => 25,
+        DType::F8E4M3FNUZ => 26,
         DType::U16 => 27,
         DType::U32 => 28,
         DType::U64 => 29,
@@ -55,6 +63,7 @@ pub fn to_scalar_type(dtype: DType) -> i32 {
 pub fn opmath(dtype: DType) -> DType {
     match dtype {
         DType::F16 | DType::BF16 => DType::F32,
+        d if d.is_float8() => DType::F32,
         d => d,
     }
 }
@@ -78,6 +87,10 @@ pub fn torch_name(dtype: DType) -> &'static str {
         DType::U16 => "UInt16",
         DType::U32 => "UInt32",
         DType::U64 => "UInt64",
+        DType::F8E5M2 => "Float8_e5m2",
+        DType::F8E4M3FN => "Float8_e4m3fn",
+        DType::F8E5M2FNUZ => "Float8_e5m2fnuz",
+        DType::F8E4M3FNUZ => "Float8_e4m3fnuz",
     }
 }
 
@@ -259,6 +272,15 @@ pub fn cast(b: &mut Builder, x: &Value, dtype: DType) -> Result<Value> {
         // As torch does (with a warning): the imaginary part is dropped.
         let re = b.real(x);
         return cast(b, &re, dtype);
+    }
+    if dtype.is_float8() && x.dtype() != dtype {
+        // torch casts to an 8-bit float through float32 (a double rounds twice there too).
+        let wide = cast(b, x, DType::F32)?;
+        return Ok(b.convert(&wide, dtype));
+    }
+    if x.dtype().is_float8() && dtype != DType::F32 && dtype != x.dtype() {
+        let wide = b.convert(x, DType::F32);
+        return cast(b, &wide, dtype);
     }
     let bound = match dtype {
         DType::I32 => 2f64.powi(31),

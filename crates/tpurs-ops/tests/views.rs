@@ -55,6 +55,10 @@ fn element_type(d: DType) -> ElementType {
         DType::F64 => ElementType::F64,
         DType::C32 | DType::C64 => ElementType::C64,
         DType::C128 => ElementType::C128,
+        DType::F8E5M2 => ElementType::F8E5M2,
+        DType::F8E4M3FN => ElementType::F8E4M3FN,
+        DType::F8E5M2FNUZ => ElementType::F8E5M2FNUZ,
+        DType::F8E4M3FNUZ => ElementType::F8E4M3FNUZ,
     }
 }
 

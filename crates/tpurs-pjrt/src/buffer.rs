@@ -40,6 +40,14 @@ pub enum ElementType {
     C64,
     /// Complex of two f64 (real, imaginary).
     C128,
+    /// 8-bit float, 5 exponent and 2 mantissa bits.
+    F8E5M2,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, finite.
+    F8E4M3FN,
+    /// 8-bit float, 5 exponent and 2 mantissa bits, finite, unsigned zero.
+    F8E5M2FNUZ,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, finite, unsigned zero.
+    F8E4M3FNUZ,
 }
 
 impl ElementType {
@@ -47,6 +55,10 @@ impl ElementType {
     pub fn byte_size(self) -> usize {
         match self {
             ElementType::Pred | ElementType::S8 | ElementType::U8 => 1,
+            ElementType::F8E5M2
+            | ElementType::F8E4M3FN
+            | ElementType::F8E5M2FNUZ
+            | ElementType::F8E4M3FNUZ => 1,
             ElementType::S16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::S32 | ElementType::U32 | ElementType::F32 => 4,
             ElementType::S64 | ElementType::U64 | ElementType::F64 | ElementType::C64 => 8,
@@ -72,11 +84,15 @@ impl ElementType {
             ElementType::BF16 => 13,
             ElementType::C64 => 14,
             ElementType::C128 => 15,
+            ElementType::F8E5M2 => 16,
+            ElementType::F8E4M3FN => 17,
+            ElementType::F8E5M2FNUZ => 19,
+            ElementType::F8E4M3FNUZ => 20,
         }
     }
 
     /// Inverse of [`ElementType::to_pjrt`]; `None` for types this crate does
-    /// not support (fp8, int4, token, ...).
+    /// not support (int4, token, the other fp8 kinds, ...).
     pub fn from_pjrt(v: i32) -> Option<ElementType> {
         Some(match v {
             1 => ElementType::Pred,
@@ -94,6 +110,10 @@ impl ElementType {
             13 => ElementType::BF16,
             14 => ElementType::C64,
             15 => ElementType::C128,
+            16 => ElementType::F8E5M2,
+            17 => ElementType::F8E4M3FN,
+            19 => ElementType::F8E5M2FNUZ,
+            20 => ElementType::F8E4M3FNUZ,
             _ => return None,
         })
     }

@@ -94,12 +94,13 @@ mod tests {
     fn element_type_codes_round_trip() {
         use ElementType::*;
         for t in [
-            Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16, C64, C128,
+            Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16, C64, C128, F8E5M2,
+            F8E4M3FN, F8E5M2FNUZ, F8E4M3FNUZ,
         ] {
             assert_eq!(ElementType::from_pjrt(t.to_pjrt()), Some(t));
         }
         assert_eq!(ElementType::from_pjrt(0), None);
-        assert_eq!(ElementType::from_pjrt(16), None); // F8E5M2
+        assert_eq!(ElementType::from_pjrt(18), None); // F8E4M3B11FNUZ
         assert_eq!(C128.byte_size(), 16);
         assert_eq!(BF16.byte_size(), 2);
         assert_eq!(Pred.byte_size(), 1);

@@ -391,6 +391,7 @@ pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
         DType::F64 => f.to_le_bytes().to_vec(),
         DType::F16 => half::f16::from_f64(f).to_le_bytes().to_vec(),
         DType::BF16 => half::bf16::from_f64(f).to_le_bytes().to_vec(),
+        d if d.is_float8() => vec![tpurs_hlo::float8_bits(f, d)],
         DType::Bool => vec![(f != 0.0) as u8],
         _ => i.to_le_bytes()[..dtype.byte_size()].to_vec(),
     }

@@ -31,6 +31,10 @@ pub(crate) fn element_type(d: DType) -> ElementType {
         DType::F64 => ElementType::F64,
         DType::C32 | DType::C64 => ElementType::C64,
         DType::C128 => ElementType::C128,
+        DType::F8E5M2 => ElementType::F8E5M2,
+        DType::F8E4M3FN => ElementType::F8E4M3FN,
+        DType::F8E5M2FNUZ => ElementType::F8E5M2FNUZ,
+        DType::F8E4M3FNUZ => ElementType::F8E4M3FNUZ,
     }
 }
 
@@ -84,6 +88,10 @@ pub(crate) fn dtype_of_element(e: ElementType) -> DType {
         ElementType::F64 => DType::F64,
         ElementType::C64 => DType::C64,
         ElementType::C128 => DType::C128,
+        ElementType::F8E5M2 => DType::F8E5M2,
+        ElementType::F8E4M3FN => DType::F8E4M3FN,
+        ElementType::F8E5M2FNUZ => DType::F8E5M2FNUZ,
+        ElementType::F8E4M3FNUZ => DType::F8E4M3FNUZ,
     }
 }
 

@@ -250,6 +250,8 @@ fn max_of(dtype: DType) -> i128 {
         DType::U64 => u64::MAX as i128,
         DType::F16 | DType::C32 => 1 << 11,
         DType::BF16 => 1 << 8,
+        DType::F8E5M2 | DType::F8E5M2FNUZ => 1 << 3,
+        DType::F8E4M3FN | DType::F8E4M3FNUZ => 1 << 4,
         DType::F32 | DType::C64 => 1 << 24,
         DType::F64 | DType::C128 => 1 << 53,
     }

@@ -318,3 +318,25 @@ def test_logspace_and_linspace_match_cpu(dtype):
         assert_same(
             torch.logspace(-2, 2, 5, 2.0, dtype=dtype, device="tpu"), torch.logspace(-2, 2, 5, 2.0, dtype=dtype)
         )
+
+
+def test_fill_refuses_values_its_type_cannot_hold():
+    # CPU converts the value to the tensor's type first, with its overflow error.
+    cases = [(torch.int8, 1000), (torch.int8, -129), (torch.uint8, -1), (torch.uint8, 256), (torch.float16, 1e6)]
+    cases += [(torch.float16, float("inf")), (torch.float32, 1e300), (torch.bool, 5), (torch.float8_e4m3fn, 449)]
+    cases += [
+        (torch.float8_e4m3fnuz, 1000),
+        (torch.float8_e5m2, 1e6),
+        (torch.int64, 2**63 - 1),
+        (torch.complex64, 1e300),
+    ]
+    for dtype, value in cases:
+        try:
+            expected = torch.empty(3, dtype=dtype).fill_(value)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e)):
+                torch.empty(3, dtype=dtype, device="tpu").fill_(value)
+            continue
+        with no_fallback():
+            actual = torch.empty(3, dtype=dtype, device="tpu").fill_(value).cpu()
+        assert torch.equal(actual.view(torch.uint8), expected.view(torch.uint8)), (dtype, value)

@@ -1,6 +1,8 @@
 """Reductions (sum, mean, prod, amax/amin, max/min, argmax/argmin, var/std, logsumexp,
 cumsum/cumprod, all/any, softmax/log_softmax, linalg_vector_norm) against CPU PyTorch."""
 
+import warnings
+
 import pytest
 import torch
 from helpers import DEVICE, assert_same, check, no_fallback
@@ -530,3 +532,20 @@ def test_hash_tensor():
             torch.hash_tensor(torch.zeros(2, 0, device=device), 1)
         with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
             torch.hash_tensor(torch.ones(2, device=device), mode=1)
+
+
+def test_variance_warns_when_correction_leaves_no_degrees_of_freedom():
+    # CPU's warning, from the same counts (an empty input counts 0 elements per output).
+    cases = [((10, 20), dict(dim=(0, 1), correction=199)), ((10, 20), dict(dim=(0, 1), correction=200))]
+    cases += [((10, 20), dict(dim=-1, correction=20)), ((10, 20), dict(correction=None)), ((0, 3), dict(dim=0))]
+    cases += [((3, 0), dict(dim=0)), ((), dict(correction=0))]
+    for shape, kwargs in cases:
+        x = torch.randn(shape)
+        for f in (torch.var, torch.std, torch.var_mean, torch.std_mean):
+            seen = []
+            for t in (x, x.to("tpu")):
+                with warnings.catch_warnings(record=True) as w, no_fallback():
+                    warnings.simplefilter("always")
+                    f(t, **kwargs)
+                seen.append([str(m.message).split(" (Triggered")[0] for m in w])
+            assert seen[1] == seen[0], (shape, kwargs, f.__name__, seen)

@@ -1,6 +1,7 @@
 // The generic boxed kernel: packs an op's IValue stack into TpursArg structs, calls the
 // Rust lowering table, and turns its results into tensors. Registered by name for every op
 // the table lists; everything else reaches the CPU fallback in fallback.cpp.
+#include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +44,8 @@ struct OpDesc {
   bool no_internal_overlap = false;  // written tensors may not repeat an element (CPU's check)
   bool warns_byte_indices = false;    // _index_put_impl_: CPU warns for uint8 masks
   bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
+  bool warns_degrees_of_freedom = false;  // var / std (and _mean): correction >= reduced count
+  bool checks_fill_value = false;         // fill_.Scalar: the value must fit the tensor's type
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
@@ -103,6 +107,10 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   // torch's own `index` wrapper warns before reaching a backend; `_index_put_impl_` is ours.
   d.warns_byte_indices = schema.name() == "aten::_index_put_impl_";
   d.warns_float_random = schema.name() == "aten::random_" && schema.overload_name() == "from";
+  static const std::set<std::string> variances = {"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"};
+  d.warns_degrees_of_freedom =
+      variances.count(schema.name()) > 0 && schema.overload_name().rfind("correction", 0) == 0;
+  d.checks_fill_value = schema.name() == "aten::fill_" && schema.overload_name() == "Scalar";
   // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
   // TensorIterator refuses it); moving the small index costs one copy.
   const bool movable_index = schema.name() == "aten::index_fill" || schema.name() == "aten::index_fill_";
@@ -260,6 +268,31 @@ void warn_float_random_range(c10::ArrayRef<c10::IValue> args) {
   };
   warn_if_out(args[1].toInt(), "from");
   if (!args[2].isNone()) warn_if_out(args[2].toInt() - 1, "to - 1");
+}
+
+// CPU's warning when `correction` leaves no degrees of freedom: (self, dim, correction, ...).
+void warn_degrees_of_freedom(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  const at::Tensor& self = args[0].toTensor();
+  int64_t reduced = self.numel();  // CPU counts 0 for any empty input
+  if (reduced > 0 && !args[1].isNone() && !args[1].toIntList().empty()) {
+    reduced = 1;
+    for (int64_t dim : args[1].toIntList()) {
+      reduced *= self.dim() == 0 ? 1 : self.size(c10::maybe_wrap_dim(dim, self.dim()));
+    }
+  }
+  const double correction = args[2].isNone() ? 1.0 : args[2].toScalar().toDouble();
+  if (static_cast<double>(reduced) - correction <= 0) {
+    TORCH_WARN(schema.name().substr(6), "(): degrees of freedom is <= 0. Correction should be strictly less than the ",
+               "reduction factor (input numel divided by output numel).");
+  }
+}
+
+// `fill_(value)` converts the value to the tensor's type as CPU does, with its overflow error.
+void check_fill_value(c10::ArrayRef<c10::IValue> args) {
+  const at::Scalar value = args[1].toScalar();
+  AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)value.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_FLOAT8_TYPES),
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kComplexHalf, at::kHalf, at::kBool, at::kBFloat16);
 }
 
 [[noreturn]] void device_mismatch(int32_t tpu_device) {
@@ -459,6 +492,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   resolve_negative_inputs(d, stack, nargs);
   auto args = torch::jit::last(*stack, nargs);
 
+  if (d.checks_fill_value) check_fill_value(args);
   Packer& p = packer;
   p.reset();
   // The first pass finds the device so that a CPU tensor is reported against it.
@@ -513,6 +547,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   if (d.warns_float_random) warn_float_random_range(args);
+  if (d.warns_degrees_of_freedom) warn_degrees_of_freedom(schema, args);
   if (rc != TPURS_OK) throw_error(rc);
 
   // out= arguments whose shape changed get the new storage, as resize_ would.

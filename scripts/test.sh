@@ -17,3 +17,5 @@ cargo test -q --workspace
 # (fused eager).
 TORCH_TPU_DEFER_AND_FUSE=0 .venv/bin/python -m pytest -q tests/test_device.py tests/test_training.py "$@"
 .venv/bin/python -m pytest -q tests "$@"
+# A fixed sample of PyTorch's own device-generic test files, beside CPU PyTorch.
+bash scripts/pytorch_tests.sh

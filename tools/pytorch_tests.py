@@ -103,7 +103,15 @@ def main() -> None:
     ap.add_argument("--wall", type=int, default=600, help="seconds per file")
     ap.add_argument("--out", type=Path, help="write every test's outcome and message as JSON")
     ap.add_argument("--control", action="store_true", help="also run each file on cpu; compare")
+    ap.add_argument(
+        "--require",
+        type=float,
+        help="with --control: exit 1 when a file's share of cpu-passing tests that pass on tpu "
+        "is below this percentage",
+    )
     args = ap.parse_args()
+    if args.require is not None and not args.control:
+        ap.error("--require compares with the cpu run: add --control")
 
     (args.testdir / "conftest.py").write_text(CONFTEST)
     results = {}
@@ -140,6 +148,16 @@ def main() -> None:
         if args.out:
             args.out.write_text(json.dumps(results, indent=1))
     print("\n".join(rows))
+    if args.require is not None:
+        below = [n for n, r in results.items() if 100 * r["vs_cpu"] < args.require]
+        for name in below:
+            r = results[name]
+            failed = [
+                e["id"] for e in r["tests"] if e["outcome"] not in ("passed", "skipped") and e["id"] not in r["drift"]
+            ]
+            print(f"{name}: below {args.require}% of cpu-passing tests; not passed: {failed}")
+        if below:
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # code is not vendored. Extra arguments go to tools/pytorch_tests.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DIR="${TPURS_PYTORCH_TESTS:-$HOME/.cache/tpurs/pytorch-2.6-tests}"
+DIR="${TPURS_PYTORCH_TESTS:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tpurs/pytorch-2.6-tests}"
 URL=https://deb.debian.org/debian/pool/main/p/pytorch/pytorch_2.6.0+dfsg.orig.tar.xz
 SHA256=099a9601bc40d67656e75735c44abedb0fbe92d08817852ab7472eebb7e6ddff
 FILES=(view_ops indexing shape_ops sort_and_select tensor_creation_ops reductions binary_ufuncs

@@ -1,8 +1,9 @@
 """Out-of-range indices raise what CPU PyTorch raises (type and message), checked on the
 device inside the op's own program and raised at the next point where the host waits
-(a read, `synchronize`), or at the op itself in launch-blocking mode; the process goes on
-working afterwards, compiled graphs carry the same checks, and
-`TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves the checks out."""
+(a read, `synchronize`), or at the op itself in launch-blocking mode; indices just copied
+from the CPU raise at the op (the host knows them); the process goes on working
+afterwards, compiled graphs carry the same checks, and `TORCH_TPU_ENABLE_DEBUG_CHECKS=0`
+leaves the checks out."""
 
 import os
 import subprocess
@@ -14,11 +15,14 @@ import torch.nn.functional as F
 from helpers import no_fallback
 
 
-def bad_calls(dev):
+def bad_calls(dev, known=False):
+    """Calls CPU PyTorch refuses. Their index tensors are computed on the device (only the
+    device knows them) unless `known` (copied from the CPU, so the host knows them)."""
     x = torch.arange(5.0, device=dev)
 
     def t(v):
-        return torch.tensor(v, device=dev)
+        v = torch.tensor(v, device=dev)
+        return v if known else v.add(0)
 
     return {
         "index": lambda: x[t([1, 7])],
@@ -67,9 +71,75 @@ def test_bad_index_raises_cpu_error_at_the_next_read(name, mode):
         torch.tpu.set_eager_mode(old)
 
 
+@pytest.mark.parametrize("mode", ["DEFER_AND_FUSE", "DEFER_NEVER"])
+@pytest.mark.parametrize("name", list(bad_calls("cpu")))
+def test_indices_copied_from_the_cpu_raise_at_the_op(name, mode):
+    kind, message = cpu_error(name)
+    old = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode(mode)
+    try:
+        with pytest.raises(kind) as info:
+            bad_calls("tpu", known=True)[name]()
+        assert str(info.value) == message
+        torch.tpu.synchronize()  # nothing left to raise
+        x = torch.arange(5.0, device="tpu")
+        assert x[[4, -5]].tolist() == [4.0, 0.0]
+    finally:
+        torch.tpu.set_eager_mode(old)
+
+
+def test_index_copied_from_the_cpu_then_written_on_the_device_is_not_trusted():
+    # The host's copy of an index is only used while the device holds the same contents.
+    x = torch.arange(5.0, device="tpu")
+    i = torch.tensor([1, 2], device="tpu")
+    i.add_(7)
+    out = x[i]  # 8 and 9: out of range, known only to the device
+    with pytest.raises(IndexError, match="index 8 is out of bounds for dimension 0 with size 5"):
+        out.cpu()
+    j = torch.tensor([1, 9], device="tpu")
+    j[1] = 3
+    assert x[j].tolist() == [1.0, 3.0]
+
+
+def test_index_views_of_a_known_index_are_checked_at_the_op():
+    x = torch.arange(5.0, device="tpu")
+    i = torch.tensor([[0, 9], [1, 2]], device="tpu")
+    assert x[i[:, 0]].tolist() == [0.0, 1.0]
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        x[i.t()[1]]
+    i32 = torch.tensor([3, -6], dtype=torch.int32, device="tpu")
+    with pytest.raises(IndexError, match="index -6 is out of bounds"):
+        x[i32]
+
+
+@pytest.mark.parametrize("mode", ["DEFER_AND_FUSE", "DEFER_NEVER"])
+def test_boolean_mask_assignment_counts_the_mask_at_the_op(mode):
+    # CPU (and CUDA, which waits for the mask's count) compare the number of selected
+    # elements with the values' rows before the dtypes, and write nothing on failure.
+    old = torch.tpu.eager_mode()
+    torch.tpu.set_eager_mode(mode)
+    try:
+        for values in ([], [1, 2, 3], [7.0, 8.0], [5]):
+            errors = []
+            for dev in ("cpu", "tpu"):
+                a = torch.arange(4, device=dev)
+                try:
+                    a[a > 1] = torch.tensor(values).to(dev)
+                    errors.append(None)
+                except RuntimeError as e:
+                    errors.append(str(e))
+                errors.append(a.tolist())
+            assert errors[2:] == errors[:2], values
+        a = torch.arange(4, device="tpu")
+        a[a > 1] = torch.tensor([7, 8], device="tpu")
+        assert a.tolist() == [0, 1, 7, 8]
+    finally:
+        torch.tpu.set_eager_mode(old)
+
+
 def test_synchronize_raises_without_a_read():
     x = torch.arange(5.0, device="tpu")
-    x.index_select(0, torch.tensor([5], device="tpu"))
+    x.index_select(0, torch.tensor([5], device="tpu").add(0))
     with pytest.raises(IndexError, match="index out of range in self"):
         torch.tpu.synchronize()
     torch.tpu.synchronize()  # consumed
@@ -113,6 +183,7 @@ def test_checks_can_be_turned_off():
         "import torch\n"
         "x = torch.arange(5.0, device='tpu')\n"
         "x.index_select(0, torch.tensor([7], device='tpu')).cpu()\n"
+        "x[[9]].cpu()\n"
         "torch.tpu.synchronize()\n"
         "print('unchecked')\n"
     )
@@ -140,7 +211,7 @@ def test_compiled_graphs_carry_the_checks(name):
 
 def _compiled_checks(f, fn, x, good):
     torch.testing.assert_close(f(x, good).cpu(), fn(x.cpu(), good.cpu()))
-    bad = torch.tensor([9], device="tpu")
+    bad = torch.tensor([9], device="tpu").add(0)
     with pytest.raises((IndexError, RuntimeError)) as on_cpu:
         fn(x.cpu(), bad.cpu())
     out = f(x, bad)  # no host wait yet: nothing raised

@@ -312,18 +312,22 @@ def test_index_fill_takes_a_cpu_index():
 
 
 def test_out_of_range_index_raises_at_the_read():
-    """CPU raises IndexError at the op; the device checks inside the program and raises at
-    the next read (tests/test_device_checks.py covers every op)."""
+    """CPU raises IndexError at the op; an index computed on the device is checked inside
+    the program and raises at the next read, one copied from the CPU raises at the op
+    (tests/test_device_checks.py covers every op)."""
     x = torch.arange(5.0)
     i = torch.tensor([7])
     with pytest.raises(IndexError):
         x[i]
     d = x.to("tpu")
-    y = d[i.to("tpu")]
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        d[i.to("tpu")]
+    computed = i.to("tpu") + 0
+    y = d[computed]
     assert y.shape == (1,)
     with pytest.raises(IndexError, match="index 7 is out of bounds"):
         y.cpu()
-    z = d.clone().index_put_((i.to("tpu"),), torch.ones(1, device="tpu"))
+    z = d.clone().index_put_((computed,), torch.ones(1, device="tpu"))
     with pytest.raises(IndexError, match="index 7 is out of bounds"):
         z.cpu()
 

@@ -36,6 +36,11 @@ impl Value {
     pub fn rank(&self) -> usize {
         self.ty.shape.len()
     }
+
+    /// True when `other` is this very value (same SSA name and type), not an equal one.
+    pub fn is(&self, other: &Value) -> bool {
+        self.name == other.name && self.ty == other.ty
+    }
 }
 
 /// How precisely float32 dots and convolutions are computed: StableHLO's precision config,

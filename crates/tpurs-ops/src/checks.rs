@@ -4,7 +4,9 @@
 //! the next point where the host waits anyway and raises there (at the op itself in
 //! launch-blocking mode), as CUDA's device-side assertions do. No extra launch, no sync.
 //! The few conditions PyTorch itself reads on the host on every device (normal's std) are
-//! read at the op instead ([`Check::at_op`]).
+//! read at the op instead ([`Check::at_op`]). An index the host already knows (one just
+//! copied from the CPU, as `x[[1, 2]]` makes) is checked at the op, on the host, before the
+//! program runs ([`Check::host`]).
 //! `TORCH_TPU_ENABLE_DEBUG_CHECKS=0` leaves them out of programs.
 
 use std::sync::OnceLock;
@@ -33,6 +35,25 @@ pub struct Check {
     /// on every device (normal's `std.min().ge(0).item()`), so code relies on the error
     /// coming from the call.
     pub at_op: bool,
+    /// The range check of one tensor argument's elements, for the runtime to evaluate on
+    /// the host when it knows them.
+    pub host: Option<HostRange>,
+}
+
+/// "Every element of tensor argument `arg` (item `item` of a list) lies in `lo..hi` or
+/// equals `ignore`".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HostRange {
+    /// Argument index.
+    pub arg: usize,
+    /// Item of a list argument.
+    pub item: Option<usize>,
+    /// Lowest allowed value.
+    pub lo: i64,
+    /// One past the highest allowed value.
+    pub hi: i64,
+    /// A value allowed besides (a loss's `ignore_index`).
+    pub ignore: Option<i64>,
 }
 
 impl Check {

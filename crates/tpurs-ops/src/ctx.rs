@@ -4,9 +4,9 @@
 //! storage (`eager.rs`) or from an earlier node of a graph (`graph.rs`). The driver that
 //! built the context decides where values come from ([`Inputs`]) and where results go.
 
-use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
-use crate::checks::{self, Check, CheckKind};
+use crate::checks::{self, Check, CheckKind, HostRange};
 use crate::dtype::Participation;
 use crate::error::{Error, Result};
 
@@ -152,6 +152,8 @@ pub struct Ctx<'a> {
     default_float: DType,
     inputs: &'a mut dyn Inputs,
     scalars: Vec<((usize, Option<usize>), Value)>,
+    /// The values read from tensor arguments (for checks the host can evaluate).
+    read: Vec<(Value, (usize, Option<usize>))>,
     /// Values the rule wrote into write targets that are not returned (`Ctx::write`).
     pub(crate) written: Vec<Option<Value>>,
     /// The generator state after this call's random numbers, once any were drawn.
@@ -181,6 +183,7 @@ impl<'a> Ctx<'a> {
             default_float,
             inputs,
             scalars: Vec::new(),
+            read: Vec::new(),
             written: vec![None; writes.len()],
             rng: None,
             checks: Vec::new(),
@@ -314,7 +317,11 @@ impl<'a> Ctx<'a> {
 
     fn value_of(&mut self, i: usize, item: Option<usize>) -> Result<Value> {
         match self.arg(i).item(item) {
-            Arg::Tensor(_) => self.inputs.tensor(&mut self.b, i, item),
+            Arg::Tensor(_) => {
+                let v = self.inputs.tensor(&mut self.b, i, item)?;
+                self.read.push((v.clone(), (i, item)));
+                Ok(v)
+            }
             Arg::Scalar(s) => {
                 if let Some((_, v)) = self.scalars.iter().find(|(k, _)| *k == (i, item)) {
                     return Ok(v.clone());
@@ -489,7 +496,8 @@ impl<'a> Ctx<'a> {
 
     /// Raises `message` (an exception of `kind`, `{}` standing for the offending element) at
     /// the next host wait when an element of `idx` lies outside `lo..hi`: checked on the
-    /// device, inside this program (see `checks`).
+    /// device, inside this program (see `checks`), or at the op by the host when it knows
+    /// the elements.
     pub fn check_range(
         &mut self,
         idx: &Value,
@@ -498,22 +506,91 @@ impl<'a> Ctx<'a> {
         kind: CheckKind,
         message: impl Into<String>,
     ) -> Result<()> {
+        self.push_range(idx, (lo, hi), None, kind, message.into(), false)
+    }
+
+    /// [`Ctx::check_range`] that lets `ignore` through too (a loss's `ignore_index`).
+    pub fn check_range_ignoring(
+        &mut self,
+        idx: &Value,
+        (lo, hi): (i64, i64),
+        ignore: i64,
+        kind: CheckKind,
+        message: impl Into<String>,
+    ) -> Result<()> {
+        self.push_range(idx, (lo, hi), Some(ignore), kind, message.into(), false)
+    }
+
+    /// [`Ctx::check_range`] read at the op itself: for the conditions PyTorch waits for on
+    /// every device, so code expects the error from the call.
+    pub fn check_range_at_op(
+        &mut self,
+        idx: &Value,
+        lo: i64,
+        hi: i64,
+        kind: CheckKind,
+        message: impl Into<String>,
+    ) -> Result<()> {
+        self.push_range(idx, (lo, hi), None, kind, message.into(), true)
+    }
+
+    fn push_range(
+        &mut self,
+        idx: &Value,
+        (lo, hi): (i64, i64),
+        ignore: Option<i64>,
+        kind: CheckKind,
+        message: String,
+        at_op: bool,
+    ) -> Result<()> {
         if !checks::enabled() {
             return Ok(());
         }
-        if let Some(v) = checks::out_of_range(&mut self.b, idx, lo, hi)? {
-            let message = message.into();
-            let at_op = false;
+        let host = self
+            .read
+            .iter()
+            .find(|(v, _)| v.is(idx))
+            .map(|&(_, (arg, item))| HostRange {
+                arg,
+                item,
+                lo,
+                hi,
+                ignore,
+            });
+        let checked = match ignore {
+            Some(ignore) => {
+                let idx = self.b.convert(idx, DType::I64);
+                let skip = self.b.full_like(&idx, Literal::Int(ignore));
+                let kept = self.b.compare(CompareDir::Ne, &idx, &skip)?;
+                let low = self.b.full_like(&idx, Literal::Int(lo));
+                self.b.select(&kept, &idx, &low)?
+            }
+            None => idx.clone(),
+        };
+        if let Some(v) = checks::out_of_range(&mut self.b, &checked, lo, hi)? {
             self.checks.push((
                 v,
                 Check {
                     kind,
                     message,
                     at_op,
+                    host,
                 },
             ));
         }
         Ok(())
+    }
+
+    /// Raises `message` (an exception of `kind`) at the op, after the checks before it:
+    /// for an error CPU PyTorch raises only once a data-dependent check has passed.
+    /// False when checks are off (the caller raises at once instead).
+    pub fn fail_at_op(&mut self, kind: CheckKind, message: &str) -> Result<bool> {
+        if !checks::enabled() {
+            return Ok(false);
+        }
+        let no = self.b.constant(Literal::Bool(false), DType::Bool);
+        self.push_holds(&no, kind, message, true)?;
+        Ok(true)
     }
 
     /// Raises `message` (an exception of `kind`) at the next host wait unless the 0-d
@@ -538,6 +615,7 @@ impl<'a> Ctx<'a> {
                     kind,
                     message,
                     at_op,
+                    host: None,
                 },
             ));
         }

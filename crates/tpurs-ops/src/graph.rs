@@ -225,7 +225,12 @@ fn lower_graph(
         let done = ctx.finish();
         let (mut next, written) = (done.b, done.written);
         *rng = done.rng;
-        checks.extend(done.checks);
+        // A node's arguments are not the graph call's, so the host cannot answer its checks.
+        checks.extend(
+            done.checks
+                .into_iter()
+                .map(|(v, c)| (v, Check { host: None, ..c })),
+        );
         let results = if node.writes.is_empty() {
             results
         } else {

@@ -110,11 +110,7 @@ pub fn run(
     for ((out, mut bufs), &d) in outputs.iter().zip(results).zip(&devices) {
         let buffer = Arc::new(bufs.remove(0));
         *rt.last_output[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(buffer.clone());
-        out.set(Flat {
-            buffer,
-            dtype,
-            numel: out_numel,
-        });
+        out.set(Flat::new(buffer, dtype, out_numel));
     }
     Ok(())
 }

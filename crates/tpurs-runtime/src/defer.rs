@@ -276,11 +276,7 @@ impl Batch {
             let contents = match out {
                 Ok(buffer) => {
                     last = Some(buffer.clone());
-                    Contents::Ready(Flat {
-                        buffer,
-                        dtype: ty.dtype,
-                        numel: ty.shape[0],
-                    })
+                    Contents::Ready(Flat::new(buffer, ty.dtype, ty.shape[0]))
                 }
                 // A tensor whose op failed raises when read, never reads as zeros.
                 Err(why) => Contents::Lost(why),

@@ -298,7 +298,7 @@ fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
 }
 
 /// Argument `arg` of a call, or item `item` of that list argument.
-fn source_arg<'a, 'b>(
+pub(crate) fn source_arg<'a, 'b>(
     args: &'a [CArg<'b>],
     arg: usize,
     item: Option<usize>,
@@ -450,6 +450,7 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
     });
     s.key = key;
     let plan = plan?;
+    crate::known::raise_known_failures(&plan, call.args)?;
     let mode = rt.eager_mode();
     let mut batch = rt.batch(dev);
     if mode == EagerMode::DeferAndFuse {
@@ -626,11 +627,7 @@ fn finish(
                 let buffer = Arc::new(it.next().expect("one buffer per output"));
                 last = Some(buffer.clone());
                 let (dtype, numel) = output_type(plan, spec);
-                Contents::Ready(Flat {
-                    buffer,
-                    dtype,
-                    numel,
-                })
+                Contents::Ready(Flat::new(buffer, dtype, numel))
             }
             (None, Some(b)) => b.pending(node),
             (None, None) => unreachable!("pending outputs come with their batch"),

@@ -10,6 +10,7 @@ mod cache;
 pub mod collectives;
 mod defer;
 mod error;
+mod known;
 mod launch;
 mod metrics;
 mod profile;

@@ -118,6 +118,22 @@ pub struct Flat {
     pub dtype: DType,
     /// Its element count.
     pub numel: i64,
+    /// The buffer's bytes, when the host has them anyway (a small integer tensor copied
+    /// from the CPU): index checks read them instead of waiting for the device. A write
+    /// replaces the whole `Flat`, so they never go stale.
+    pub known: Option<Arc<[u8]>>,
+}
+
+impl Flat {
+    /// A buffer whose contents only the device knows.
+    pub fn new(buffer: Arc<Buffer>, dtype: DType, numel: i64) -> Flat {
+        Flat {
+            buffer,
+            dtype,
+            numel,
+            known: None,
+        }
+    }
 }
 
 /// What a storage holds.

@@ -101,11 +101,7 @@ pub(crate) fn zeros(rt: &Runtime, device: usize, dtype: DType, numel: i64) -> Re
     let buffer = rt
         .client
         .buffer_from_host(&bytes, element_type(dtype), &[numel], device)?;
-    Ok(Flat {
-        buffer: Arc::new(buffer),
-        dtype,
-        numel,
-    })
+    Ok(Flat::new(Arc::new(buffer), dtype, numel))
 }
 
 /// A view described by a tensor argument.
@@ -285,8 +281,17 @@ pub(crate) fn copy_from_host(rt: &Runtime, dst: &TensorRef, bytes: &[u8]) -> Res
         &[dst.numel()],
         dst.device(),
     )?;
-    finish_upload(rt, &dst, buffer, bytes.len(), start)
+    // Small integer tensors are what Python indexing copies over (`x[[1, 2]]`); keeping
+    // their bytes lets index checks run on the host at the op.
+    let known = (dst.is_whole()
+        && bytes.len() <= KNOWN_BYTES
+        && (dst.dtype.is_int() || dst.dtype == DType::Bool))
+        .then(|| Arc::from(bytes));
+    finish_upload(rt, &dst, buffer, bytes.len(), start, known)
 }
+
+/// The largest upload whose bytes the host keeps (see `Flat::known`).
+const KNOWN_BYTES: usize = 4096;
 
 /// Starts copying `bytes` (dense, host, kept alive by their owner) into the tensor `dst`
 /// and returns while the plugin may still read them (`non_blocking=True` from pinned
@@ -313,7 +318,7 @@ pub(crate) fn copy_from_host_async(rt: &Runtime, dst: &TensorRef, bytes: HostByt
         uploads.retain(|u| !u.is_done());
         uploads.push(pending);
     }
-    finish_upload(rt, &dst, buffer, len, start)
+    finish_upload(rt, &dst, buffer, len, start, None)
 }
 
 fn check_upload_size(dst: &View, len: usize) -> Result<()> {
@@ -332,21 +337,18 @@ fn finish_upload(
     buffer: Buffer,
     len: usize,
     start: Option<i64>,
+    known: Option<Arc<[u8]>>,
 ) -> Result<()> {
     bump(&rt.metrics.h2d_bytes, len as u64);
     if let Some(start) = start {
         buffer.block_until_ready()?;
         record_copy(rt, "copy host to device", dst.device(), len, start);
     }
-    write_flat(
-        rt,
-        dst,
-        Flat {
-            buffer: Arc::new(buffer),
-            dtype: dst.dtype,
-            numel: dst.numel(),
-        },
-    )
+    let flat = Flat {
+        known,
+        ..Flat::new(Arc::new(buffer), dst.dtype, dst.numel())
+    };
+    write_flat(rt, dst, flat)
 }
 
 /// Copies the tensor `src` into `out` (dense, host).
@@ -398,13 +400,5 @@ pub(crate) fn copy_between(rt: &Runtime, dst: &TensorRef, src: &TensorRef) -> Re
         moved.block_until_ready()?;
         record_copy(rt, "copy device to device", d.device(), d.nbytes(), start);
     }
-    write_flat(
-        rt,
-        &d,
-        Flat {
-            buffer: Arc::new(moved),
-            dtype: flat.dtype,
-            numel: flat.numel,
-        },
-    )
+    write_flat(rt, &d, Flat::new(Arc::new(moved), flat.dtype, flat.numel))
 }

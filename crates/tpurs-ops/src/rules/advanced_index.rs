@@ -9,7 +9,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, GatherDims, Literal, ScatterDims, Te
 use super::index::{combine_add, select_rows, splat_i64, wrap_negative, Combine};
 use super::nn::sum_all;
 use super::{broadcast_shapes, one};
-use crate::checks::CheckKind;
+use crate::checks::{self, CheckKind};
 use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::torch_name;
 use crate::error::{runtime, Error, Result};
@@ -175,10 +175,10 @@ fn plan(
         match e {
             Entry::Full => d += 1,
             Entry::Index(v) => {
-                let v = ctx.b.convert(&v, DType::I64);
                 let size = shape[d];
                 let msg = format!("index {{}} is out of bounds for dimension {d} with size {size}");
                 ctx.check_range(&v, -size, size, CheckKind::Index, msg)?;
+                let v = ctx.b.convert(&v, DType::I64);
                 tensors.push(wrap_negative(&mut ctx.b, &v, size)?);
                 dims.push(d as i64);
                 d += 1;
@@ -418,11 +418,18 @@ fn put_mask(
 }
 
 /// Values with a row per selected element need exactly as many rows as the mask selects:
-/// CPU's shape error, raised from the device at the next host wait (the count is data).
-fn check_mask_count(ctx: &mut Ctx, x: &Value, a: usize, mask: &Value, v: &Value) -> Result<()> {
+/// CPU's shape error, at the op (CUDA waits for the mask's count here too). Returns whether
+/// the count matches (0-d), `None` when the values broadcast or checks are off.
+fn check_mask_count(
+    ctx: &mut Ctx,
+    x: &Value,
+    a: usize,
+    mask: &Value,
+    v: &Value,
+) -> Result<Option<Value>> {
     let post = &x.shape()[a + mask.rank()..];
-    if v.rank() <= post.len() || v.shape()[v.rank() - post.len() - 1] == 1 {
-        return Ok(()); // broadcast along the selected elements
+    if !checks::enabled() || v.rank() <= post.len() || v.shape()[v.rank() - post.len() - 1] == 1 {
+        return Ok(None); // broadcast along the selected elements
     }
     let rows = v.shape()[v.rank() - post.len() - 1];
     let flags = ctx.b.convert(mask, DType::I64);
@@ -441,7 +448,9 @@ fn check_mask_count(ctx: &mut Ctx, x: &Value, a: usize, mask: &Value, v: &Value)
         v.shape(),
         result("{}")
     );
-    ctx.check_range(&count, rows, rows + 1, CheckKind::Runtime, message)
+    ctx.check_range_at_op(&count, rows, rows + 1, CheckKind::Runtime, message)?;
+    let want = ctx.b.constant(Literal::Int(rows), DType::I64);
+    Ok(Some(ctx.b.compare(CompareDir::Eq, &count, &want)?))
 }
 
 /// `x + y` (`or` for booleans) on tensors.
@@ -457,15 +466,15 @@ fn combine_add_values(b: &mut Builder, x: &Value, y: &Value) -> Result<Value> {
 fn index_put(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let x = ctx.tensor(0)?;
     let accumulate = ctx.bool_or(3, false)?;
-    if let Arg::Tensor(m) = ctx.arg(2) {
-        if m.dtype != x.dtype() {
-            return runtime(format!(
-                "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-                torch_name(x.dtype()),
-                torch_name(m.dtype)
-            ));
-        }
-    }
+    // Raised after the indices are read and a mask counted, in CPU's order.
+    let dtype_error = match ctx.arg(2) {
+        Arg::Tensor(m) if m.dtype != x.dtype() => Some(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            torch_name(x.dtype()),
+            torch_name(m.dtype)
+        )),
+        _ => None,
+    };
     let v = ctx.tensor(2)?;
     let v = ctx.b.convert(&v, x.dtype());
     let entries = read_entries(ctx, 1, x.shape())?;
@@ -490,8 +499,25 @@ fn index_put(ctx: &mut Ctx) -> Result<Vec<Out>> {
         let Some(Entry::Mask(m)) = entries.into_iter().nth(a) else {
             return runtime("index_put_: mask not found");
         };
-        check_mask_count(ctx, &x, a, &m, &v)?;
-        return one(put_mask(&mut ctx.b, &x, a, &m, &v, accumulate)?);
+        let counted = check_mask_count(ctx, &x, a, &m, &v)?;
+        if let Some(message) = dtype_error {
+            if counted.is_some() && ctx.fail_at_op(CheckKind::Runtime, &message)? {
+                return one(x);
+            }
+            return runtime(message);
+        }
+        let put = put_mask(&mut ctx.b, &x, a, &m, &v, accumulate)?;
+        // A count that does not match raises at the op and leaves the tensor as it was.
+        return one(match counted {
+            Some(ok) => {
+                let ok = ctx.b.broadcast_in_dim(&ok, x.shape(), &[])?;
+                ctx.b.select(&ok, &put, &x)?
+            }
+            None => put,
+        });
+    }
+    if let Some(message) = dtype_error {
+        return runtime(message);
     }
     let Some(p) = plan(ctx, x.shape(), entries, None)? else {
         let vb = broadcast_values(&mut ctx.b, &v, x.shape())?;

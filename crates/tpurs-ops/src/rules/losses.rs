@@ -97,6 +97,13 @@ fn nll_weights(
     dtype: DType,
 ) -> Result<(Value, Value)> {
     let target = ctx.tensor(t)?;
+    ctx.check_range_ignoring(
+        &target,
+        (0, c),
+        ignore,
+        CheckKind::Index,
+        "Target {} is out of bounds.",
+    )?;
     let weight = ctx.opt_tensor(w)?;
     let b = &mut ctx.b;
     let target = b.convert(&target, DType::I64);
@@ -120,15 +127,6 @@ fn nll_weights(
     };
     let z = b.full_like(&wi, Literal::Int(0));
     let wi = b.select(&valid, &wi, &z)?;
-    let zero = b.full_like(&target, Literal::Int(0));
-    let counted = b.select(&valid, &target, &zero)?;
-    ctx.check_range(
-        &counted,
-        0,
-        c,
-        CheckKind::Index,
-        "Target {} is out of bounds.",
-    )?;
     Ok((onehot, wi))
 }
 

@@ -77,7 +77,7 @@ def test_tpu_events_are_torch_events_of_the_device():
 def test_every_synchronize_raises_what_the_device_found(wait):
     # A wait is where a device-side index check surfaces, as with torch.tpu.synchronize().
     x = torch.arange(5.0, device="tpu")
-    x.index_select(0, torch.tensor([5], device="tpu"))
+    x.index_select(0, torch.tensor([5], device="tpu").add(0))  # an index only the device knows
     with pytest.raises(IndexError, match="index out of range in self"):
         wait()
     torch.tpu.synchronize()  # consumed

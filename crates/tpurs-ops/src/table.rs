@@ -30,6 +30,15 @@ pub struct OpEntry {
     /// The rule handles complex tensors and dtypes; others refuse them (the CPU fallback
     /// runs those calls) rather than lower complex values as if they were real.
     pub complex: bool,
+    /// `float` arguments that are program inputs rather than part of the cache key.
+    pub float_inputs: &'static [usize],
+}
+
+impl OpEntry {
+    /// Whether `float` argument `i` is a program input (it reaches the rule as a `Scalar`).
+    pub fn float_input(&self, i: usize) -> bool {
+        self.float_inputs.contains(&i)
+    }
 }
 
 /// Collects table entries; rule families call [`Registry::ops`].
@@ -62,6 +71,13 @@ impl Registered<'_> {
         self
     }
 
+    /// These `float` arguments become program inputs: a learning rate a scheduler changes
+    /// every step must not compile a program per value.
+    pub fn float_inputs(self, args: &'static [usize]) -> Self {
+        self.entries.iter_mut().for_each(|e| e.float_inputs = args);
+        self
+    }
+
     /// Write results into mutated arguments with any cast (copy semantics).
     pub fn any_cast(self) -> Self {
         self.entries.iter_mut().for_each(|e| e.check_cast = false);
@@ -81,6 +97,7 @@ impl Registry {
                 bake_scalars: false,
                 graph_only: false,
                 complex: false,
+                float_inputs: &[],
             });
         }
         Registered {

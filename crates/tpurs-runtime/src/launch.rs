@@ -13,17 +13,18 @@ use tpurs_ops::{
 use tpurs_pjrt::Buffer;
 
 use crate::abi::{
-    self, kind, storage_into_raw, CArg, ScalarRef, TensorRef, TpursOpResults, TpursReplace,
-    TpursResult, TpursWrite,
+    self, kind, storage_into_raw, CArg, TensorRef, TpursOpResults, TpursReplace, TpursResult,
+    TpursWrite,
 };
 use crate::cache::{get_or_lower, Plan};
 use crate::defer::{Batch, Binding};
 use crate::error::{invalid, ErrorKind, Result};
+use crate::host_numbers::{scalar_buffer, scalar_literal, source_offset, source_scalar};
 use crate::metrics::bump;
 use crate::profile::{now_ns, SpanKind};
 use crate::runtime::{EagerMode, Runtime};
 use crate::storage::{Contents, Flat, Storage};
-use crate::transfer::{element_type, zeros};
+use crate::transfer::zeros;
 
 /// Per-thread buffers reused across calls so the hot path does not allocate for keys.
 /// `slots` holds the call's storages during the call only.
@@ -250,23 +251,20 @@ fn to_arg(a: &CArg, scratch: &mut Scratch) -> Result<EagerArg> {
     })
 }
 
-fn scalar_literal(a: &ScalarRef, dtype: DType) -> Literal {
-    if dtype.is_complex() {
-        Literal::Complex(a.f, a.im)
-    } else if dtype.is_float() {
-        Literal::Float(a.f)
-    } else if dtype == DType::Bool {
-        Literal::Bool(a.i != 0)
-    } else {
-        Literal::Int(a.i)
-    }
-}
-
 fn build_call(call: &CallDesc, scratch: &mut Scratch) -> Result<OpCall> {
+    let entry = tpurs_ops::op_entry(call.op);
     let args = call
         .args
         .iter()
-        .map(|a| to_arg(a, scratch))
+        .enumerate()
+        .map(|(i, a)| match a {
+            CArg::Float(f) if entry.float_input(i) => Ok(Arg::Scalar(ScalarMeta {
+                dtype: DType::F64,
+                wrapped: true,
+                value: Literal::Float(*f),
+            })),
+            _ => to_arg(a, scratch),
+        })
         .collect::<Result<Vec<_>>>()?;
     let writes = call
         .writes
@@ -313,90 +311,6 @@ pub(crate) fn source_arg<'a, 'b>(
     }
 }
 
-/// The host number a parameter source names.
-fn source_scalar<'a>(args: &'a [CArg], arg: usize, item: Option<usize>) -> Result<&'a ScalarRef> {
-    match source_arg(args, arg, item)? {
-        CArg::Scalar(v) => Ok(v),
-        _ => invalid(
-            ErrorKind::Runtime,
-            "a scalar parameter names a non-scalar argument",
-        ),
-    }
-}
-
-/// The storage offset of tensor argument `arg` (item `item` of a list) as an `i64` number.
-fn source_offset(args: &[CArg], arg: usize, item: Option<usize>) -> Result<ScalarRef> {
-    match source_arg(args, arg, item)? {
-        CArg::Tensor(t) => Ok(ScalarRef {
-            dtype: LONG,
-            wrapped: false,
-            i: t.offset,
-            f: 0.0,
-            im: 0.0,
-        }),
-        _ => invalid(
-            ErrorKind::Runtime,
-            "an offset parameter names a non-tensor argument",
-        ),
-    }
-}
-
-/// The ScalarType code of `torch.long`.
-const LONG: i32 = 4;
-
-/// The buffer of a 0-d host number, cached by value.
-fn scalar_buffer(rt: &Runtime, a: &ScalarRef, device: usize) -> Result<Arc<Buffer>> {
-    let dtype = dtype_of(a.dtype)?;
-    let bits = if dtype.is_float() || dtype.is_complex() {
-        a.f.to_bits()
-    } else {
-        a.i as u64
-    };
-    let key = (a.dtype, bits, a.im.to_bits(), device);
-    let mut cache = rt.scalars.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(b) = cache.get(&key) {
-        return Ok(b.clone());
-    }
-    let bytes = scalar_bytes(dtype, scalar_literal(a, dtype));
-    let buf = Arc::new(
-        rt.client
-            .buffer_from_host(&bytes, element_type(dtype), &[], device)?,
-    );
-    if cache.len() > 4096 {
-        cache.clear();
-    }
-    cache.insert(key, buf.clone());
-    Ok(buf)
-}
-
-/// Little-endian bytes of one element of `dtype` holding `v`.
-pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
-    let f = v.as_f64();
-    let i = match v {
-        Literal::Int(i) => i,
-        Literal::Bool(b) => b as i64,
-        Literal::Float(x) | Literal::Complex(x, _) => x as i64,
-    };
-    match dtype {
-        DType::C32 => [f, v.imag()]
-            .iter()
-            .flat_map(|&p| half::f16::from_f64(p).to_f32().to_le_bytes())
-            .collect(),
-        DType::C64 => [f as f32, v.imag() as f32]
-            .iter()
-            .flat_map(|p| p.to_le_bytes())
-            .collect(),
-        DType::C128 => [f, v.imag()].iter().flat_map(|p| p.to_le_bytes()).collect(),
-        DType::F32 => (f as f32).to_le_bytes().to_vec(),
-        DType::F64 => f.to_le_bytes().to_vec(),
-        DType::F16 => half::f16::from_f64(f).to_le_bytes().to_vec(),
-        DType::BF16 => half::bf16::from_f64(f).to_le_bytes().to_vec(),
-        d if d.is_float8() => vec![tpurs_hlo::float8_bits(f, d)],
-        DType::Bool => vec![(f != 0.0) as u8],
-        _ => i.to_le_bytes()[..dtype.byte_size()].to_vec(),
-    }
-}
-
 /// Where the outputs of one launch or recording come from.
 enum Produced {
     /// Computed buffers, one per output.
@@ -434,8 +348,12 @@ fn run_with(rt: &Runtime, call: &CallDesc, s: &mut Scratch) -> Result<TpursOpRes
         call.default_dtype as u64,
         call.precision as u64,
     ]);
-    for a in call.args {
-        s.encode(a, entry, &mut device)?;
+    for (i, a) in call.args.iter().enumerate() {
+        if entry.float_input(i) && matches!(a, CArg::Float(_)) {
+            s.key.push(kind::FLOAT as u64); // its value is a program input
+        } else {
+            s.encode(a, entry, &mut device)?;
+        }
     }
     for m in &s.slot_meta {
         s.key.push(m.numel as u64);
@@ -548,7 +466,7 @@ fn gather_params(
         .map(|p| match *p {
             ParamSource::Storage(slot) => storage_buffer(rt, s, slot, dev),
             ParamSource::Scalar(arg, item) => {
-                scalar_buffer(rt, source_scalar(call.args, arg, item)?, dev)
+                scalar_buffer(rt, &source_scalar(call.args, arg, item)?, dev)
             }
             ParamSource::Offset(arg, item) => {
                 scalar_buffer(rt, &source_offset(call.args, arg, item)?, dev)
@@ -587,7 +505,7 @@ fn bind_params(
                 }
             }
             ParamSource::Scalar(arg, item) => batch.external(
-                scalar_buffer(rt, source_scalar(call.args, arg, item)?, dev)?,
+                scalar_buffer(rt, &source_scalar(call.args, arg, item)?, dev)?,
                 None,
             ),
             ParamSource::Offset(arg, item) => batch.external(

@@ -10,6 +10,7 @@ mod cache;
 pub mod collectives;
 mod defer;
 mod error;
+mod host_numbers;
 mod known;
 mod launch;
 mod metrics;

@@ -41,6 +41,7 @@ mod flat_index;
 mod float_bits;
 mod foreach;
 mod fractional_pool;
+mod fused_optim;
 mod gated;
 mod graph_only;
 mod grid_sample;
@@ -83,6 +84,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     division::register(reg);
     factory::register(reg);
     foreach::register(reg);
+    fused_optim::register(reg);
     random::register(reg);
     matmul::register(reg);
     grouped_mm::register(reg);

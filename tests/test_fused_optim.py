@@ -1,6 +1,7 @@
-"""`torch.optim.Adam/AdamW(fused=True)` (`_fused_adam_` / `_fused_adamw_`, Hugging Face's
-default optimizer): one program per step on the device, equal to CPU's fused kernel, with
-the learning rate a program input so a scheduler compiles nothing new."""
+"""`torch.optim.Adam/AdamW/SGD/Adagrad(fused=True)` (`_fused_adam_`, `_fused_adamw_` (Hugging
+Face's default optimizer), `_fused_sgd_`, `_fused_adagrad_`): one program per step on the
+device, equal to CPU's fused kernels, with the learning rate a program input so a scheduler
+compiles nothing new."""
 
 import pytest
 import torch
@@ -18,6 +19,11 @@ CONFIGS = {
     "adamw_wd_amsgrad": (torch.optim.AdamW, dict(weight_decay=0.1, amsgrad=True)),
     "adam_wd_maximize_betas": (torch.optim.Adam, dict(weight_decay=0.1, maximize=True, betas=(0.3, 0.9))),
     "adamw_tensor_lr": (torch.optim.AdamW, dict(lr=torch.tensor(0.01))),
+    "sgd": (torch.optim.SGD, dict(lr=0.1)),
+    "sgd_momentum_wd": (torch.optim.SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.1)),
+    "sgd_nesterov_maximize": (torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    "adagrad": (torch.optim.Adagrad, dict(lr=0.1)),
+    "adagrad_decay_wd": (torch.optim.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, maximize=True)),
 }
 
 
@@ -51,11 +57,12 @@ def test_matches_cpu_fused_adam(name, schedule):
         torch.testing.assert_close(g, e, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["adamw_wd_amsgrad", "sgd_momentum_wd", "adagrad_decay_wd"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_half_types_compute_in_float32(dtype):
-    expected = train("cpu", "adamw_wd_amsgrad", dtype)
+def test_half_types_compute_in_float32(name, dtype):
+    expected = train("cpu", name, dtype)
     with no_fallback():
-        got = train("tpu", "adamw_wd_amsgrad", dtype)
+        got = train("tpu", name, dtype)
     for g, e in zip(got, expected):
         assert g.dtype == dtype
         torch.testing.assert_close(g.float(), e.float(), atol=2e-2, rtol=2e-2)
@@ -93,8 +100,27 @@ def state_lists(device, n=3, seed=0):
     return params, grads, avgs, sqs, steps
 
 
+def fused_call(op, params, grads, avgs, sqs, steps, **extra):
+    if op == "adamw":
+        torch._fused_adamw_(
+            params, grads, avgs, sqs, [], steps, lr=0.01, beta1=0.9, beta2=0.999,
+            weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False, **extra,
+        )  # fmt: skip
+    elif op == "sgd":
+        torch._fused_sgd_(
+            params, grads, avgs, weight_decay=0.01, momentum=0.9, lr=0.1, dampening=0.0,
+            nesterov=False, maximize=False, is_first_step=False, **extra,
+        )  # fmt: skip
+    else:
+        torch._fused_adagrad_(
+            params, grads, sqs, steps, lr=0.1, lr_decay=0.01, weight_decay=0.01, eps=1e-10,
+            maximize=False, **extra,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("op", ["adamw", "sgd", "adagrad"])
 @pytest.mark.parametrize("found_inf", [None, 0.0, 1.0])
-def test_grad_scale_and_found_inf_as_cpu(found_inf):
+def test_grad_scale_and_found_inf_as_cpu(op, found_inf):
     """With grad_scale the grads are unscaled in place; found_inf == 1 skips the step."""
     results = {}
     for device in ["cpu", "tpu"]:
@@ -103,10 +129,7 @@ def test_grad_scale_and_found_inf_as_cpu(found_inf):
         if found_inf is not None:
             extra["found_inf"] = torch.tensor(found_inf).to(device)
         with no_fallback():
-            torch._fused_adamw_(
-                params, grads, avgs, sqs, [], steps, lr=0.01, beta1=0.9, beta2=0.999,
-                weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False, **extra,
-            )  # fmt: skip
+            fused_call(op, params, grads, avgs, sqs, steps, **extra)
         results[device] = [t.cpu() for t in params + grads + avgs + sqs]
     for g, e in zip(results["tpu"], results["cpu"]):
         torch.testing.assert_close(g, e, atol=1e-6, rtol=1e-5)

@@ -92,7 +92,7 @@ impl Batch {
     /// count would fall elsewhere in each iteration and compile anew for many iterations.
     pub fn ends_after(&self, limit: usize, key: &[u64]) -> bool {
         let n = self.ops.len();
-        n >= limit || (n >= limit / 2 && FxBuildHasher.hash_one(key).is_multiple_of(16))
+        n >= limit || (n >= limit / 2 && mix(FxBuildHasher.hash_one(key)).is_multiple_of(16))
     }
 
     /// The externals among `aliases` not to donate: those another holder than the batch
@@ -421,4 +421,14 @@ pub(crate) fn lost(why: &str) -> crate::Error {
         crate::error::ErrorKind::Runtime,
         format!("this tensor has no values: the program that computes it failed: {why}"),
     )
+}
+
+/// MurmurHash3's 64-bit finalizer: spreads every input bit over the low bits that pick a
+/// boundary (FxHash leaves them weakly mixed: the keys of one loop could miss every boundary).
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }

@@ -43,6 +43,7 @@ mod foreach;
 mod fractional_pool;
 mod fused_optim;
 mod gated;
+mod grad_scaling;
 mod graph_only;
 mod grid_sample;
 mod group_norm;
@@ -85,6 +86,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     factory::register(reg);
     foreach::register(reg);
     fused_optim::register(reg);
+    grad_scaling::register(reg);
     random::register(reg);
     matmul::register(reg);
     grouped_mm::register(reg);

@@ -1,6 +1,7 @@
 //! The two ops `torch.amp.GradScaler` runs every step (float16 training, Hugging Face's
 //! `fp16=True`): unscaling the gradients while looking for infs and NaNs, and updating the
-//! scale. Both stay on the device, so a scaled step never waits for the host.
+//! scale. Both stay on the device (GradScaler itself still reads `found_inf` on the host
+//! before a step of an optimizer that is not fused, as on CUDA).
 
 use tpurs_hlo::{CompareDir, DType, Literal};
 

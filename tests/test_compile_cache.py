@@ -24,8 +24,8 @@ print(json.dumps(values))
 """
 
 
-def run(tier3, tier2=None):
-    env = dict(os.environ, TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT=str(tier3), TPURS_FALLBACK="error")
+def run(tier3, tier2=None, **extra_env):
+    env = dict(os.environ, TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT=str(tier3), TPURS_FALLBACK="error", **extra_env)
     env.pop("TORCH_TPU_TIER2_COMPILATION_CACHE", None)
     if tier2 is not None:
         env["TORCH_TPU_TIER2_COMPILATION_CACHE"] = str(tier2)
@@ -59,6 +59,22 @@ def test_second_process_starts_warm(cold):
     assert second["metrics"]["compiles"] == 0
     assert second["metrics"]["tier3_hits"] == first["metrics"]["compiles"] + first["metrics"]["tier3_hits"]
     assert second["out"] == first["out"] and second["eager"] == first["eager"]
+
+
+def test_other_plugin_flags_do_not_load_programs_compiled_without_them(cold, tmp_path):
+    root, first = cold
+    copy = tmp_path / "tier3"
+    for path in entries(root):
+        target = copy / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    # XLA_FLAGS changes how the plugin compiles: the programs compiled without them are
+    # not loaded, and the new ones go to a directory of their own.
+    flagged, _ = result(run(copy, XLA_FLAGS="--xla_cpu_enable_fast_math=false"))
+    assert flagged["metrics"]["tier3_hits"] == 0
+    assert flagged["metrics"]["compiles"] == len(entries(root))
+    assert len({p.parent for p in entries(copy)}) == 2
+    assert flagged["out"] == first["out"] and flagged["eager"] == first["eager"]
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])

@@ -6,8 +6,9 @@
 //!
 //! Layout: `<root>/<binary fingerprint>/<key>.bin`. The key hashes the program text and
 //! the compile options; the fingerprint hashes tpurs' version, the plugin's identity
-//! (platform, version, API version, file size and time) and the host's CPU features, so an
-//! upgrade or another machine never loads a stale program. Corrupt serialized programs
+//! (platform, version, API version, file size and time), the host's CPU features and the
+//! plugin's own compiler flags (`XLA_FLAGS`, `LIBTPU_INIT_ARGS`), so an upgrade, another
+//! machine or other flags never load a stale program. Corrupt serialized programs
 //! can crash the plugin or compute wrong numbers, so every entry carries a SHA-256 of its
 //! bytes, checked before the plugin sees them; a corrupt or truncated entry is recompiled
 //! (one warning) and rewritten. Writes go to a temporary file renamed into place, and a
@@ -303,6 +304,10 @@ fn default_root() -> Option<PathBuf> {
     Some(base.join("tpurs").join("programs"))
 }
 
+/// Environment variables the plugins read for their compiler flags (XLA's CPU and GPU
+/// plugins, libtpu): a program compiled under other flags may run differently.
+const PLUGIN_FLAG_VARS: [&str; 2] = ["XLA_FLAGS", "LIBTPU_INIT_ARGS"];
+
 /// What must match for a serialized program to be loadable here.
 fn fingerprint(client: &Client, plugin_path: &str) -> String {
     let mut h = Sha256::new();
@@ -318,6 +323,10 @@ fn fingerprint(client: &Client, plugin_path: &str) -> String {
         }
     }
     h.update(cpu_features());
+    for var in PLUGIN_FLAG_VARS {
+        h.update(var);
+        h.update(std::env::var_os(var).unwrap_or_default().as_encoded_bytes());
+    }
     hex(&h.finalize())[..16].to_string()
 }
 

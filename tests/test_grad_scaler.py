@@ -79,3 +79,6 @@ def test_errors_as_cpu():
         with pytest.raises(RuntimeError, match="growth_tracker must be an int tensor"):
             s, inf = torch.ones(1).to(device), torch.zeros(1).to(device)
             torch._amp_update_scale_(s, torch.zeros(1).to(device), inf, 2.0, 0.5, 3)
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            ints = [torch.ones(3, dtype=torch.long).to(device)]
+            torch._amp_foreach_non_finite_check_and_unscale_(ints, torch.zeros(1).to(device), torch.ones(1).to(device))

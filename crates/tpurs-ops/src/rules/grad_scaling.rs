@@ -6,6 +6,7 @@
 use tpurs_hlo::{CompareDir, DType, Literal};
 
 use super::combine::or_c;
+use super::conv::not_for;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::opmath;
 use crate::error::{runtime, Result};
@@ -36,9 +37,10 @@ fn unscale(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let mut any = b.constant(Literal::Bool(false), DType::Bool);
     for g in &grads {
         if !g.dtype().is_float() {
-            return runtime(
-                "_amp_foreach_non_finite_check_and_unscale_: grads must be floating point",
-            );
+            return Err(not_for(
+                "_amp_foreach_non_finite_check_and_unscale_",
+                g.dtype(),
+            ));
         }
         let w = opmath(g.dtype());
         let x = b.convert(g, w);

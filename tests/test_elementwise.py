@@ -270,3 +270,60 @@ def test_heaviside():
             pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"),
         ):
             torch.heaviside(x.to(device), torch.tensor([1.0], dtype=torch.float64, device=device))
+
+
+# ATen's ops without type promotion (and clamp with number bounds, where, nan_to_num,
+# signbit) refuse an out= of another dtype than their result, each with CPU's message.
+SAME_DTYPE_OUT = {
+    "neg": lambda x, out: torch.neg(x, out=out),
+    "floor": lambda x, out: torch.floor(x, out=out),
+    "ceil": lambda x, out: torch.ceil(x, out=out),
+    "round": lambda x, out: torch.round(x, out=out),
+    "round_decimals": lambda x, out: torch.round(x, decimals=1, out=out),
+    "trunc": lambda x, out: torch.trunc(x, out=out),
+    "fix": lambda x, out: torch.fix(x, out=out),
+    "frac": lambda x, out: torch.frac(x, out=out),
+    "sign": lambda x, out: torch.sign(x, out=out),
+    "sgn": lambda x, out: torch.sgn(x, out=out),
+    "conj_physical": lambda x, out: torch.conj_physical(x, out=out),
+    "clamp": lambda x, out: torch.clamp(x, -1.0, 1.0, out=out),
+    "clamp_min": lambda x, out: torch.clamp_min(x, 0.0, out=out),
+    "clamp_max": lambda x, out: torch.clamp_max(x, 0.0, out=out),
+    "where": lambda x, out: torch.where(x > 0, x, -x, out=out),
+    "nan_to_num": lambda x, out: torch.nan_to_num(x, out=out),
+    "signbit": lambda x, out: torch.signbit(x, out=out),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_DTYPE_OUT))
+@pytest.mark.parametrize("out_dtype", [torch.float64, torch.float16])
+def test_out_of_another_dtype_raises_as_cpu(name, out_dtype):
+    op = SAME_DTYPE_OUT[name]
+    messages = []
+    for device in ["cpu", "tpu"]:
+        x = torch.tensor([1.5, -2.25, 0.0]).to(device)
+        out = torch.empty(0, dtype=out_dtype, device=device)
+        with pytest.raises(RuntimeError) as err:
+            op(x, out)
+        messages.append(str(err.value).split("\n")[0])
+        assert out.numel() == 0  # nothing written
+    assert messages[0] == messages[1]
+    # The result's own dtype is accepted and gives CPU's values.
+    x = torch.tensor([1.5, -2.25, 0.0])
+    want = op(x, torch.empty(0, dtype=torch.bool if name == "signbit" else x.dtype))
+    got = op(x.to("tpu"), torch.empty(0, dtype=want.dtype, device="tpu"))
+    assert torch.equal(got.cpu(), want)
+
+
+def test_bitwise_not_and_integer_floor_keep_their_dtype_in_out():
+    for device in ["cpu", "tpu"]:
+        i = torch.tensor([1, 2]).to(device)
+        with pytest.raises(RuntimeError, match="Found dtype Int but expected Long"):
+            torch.bitwise_not(i, out=torch.empty(0, dtype=torch.int32, device=device))
+        with pytest.raises(RuntimeError, match="Found dtype Float but expected Long"):
+            torch.floor(i, out=torch.empty(0, dtype=torch.float32, device=device))
+    # Tensor bounds promote as binary ops do: a wider out= is fine, as on CPU.
+    x = torch.tensor([1.5, -2.25])
+    want = torch.clamp(x, min=x - 1, out=torch.empty(0, dtype=torch.float64))
+    got = torch.clamp(x.to("tpu"), min=(x - 1).to("tpu"), out=torch.empty(0, dtype=torch.float64, device="tpu"))
+    assert torch.equal(got.cpu(), want)

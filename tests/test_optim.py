@@ -260,3 +260,64 @@ def test_optimizer_uses_foreach_and_no_fallback_in_step():
         opt.step()
     assert "aten::_foreach_addcdiv_.ScalarList" in seen, sorted(seen)
     assert "aten::_foreach_lerp_.Scalar" in seen
+
+
+def ctlist(dtype):
+    xs = [torch.randn(s, dtype=dtype) for s in [(3, 4), (5,), (2, 1, 3)]]
+    xs[0][0, 0] = complex(float("inf"), 1.0)
+    xs[0][0, 1] = complex(float("nan"), 0.0)
+    xs[1][0] = 0
+    return xs
+
+
+COMPLEX_OPS = {
+    "add_scalar": lambda a, b: torch._foreach_add(a, 2 - 1j),
+    "add_list_alpha": lambda a, b: torch._foreach_add(a, b, alpha=0.5),
+    "sub_list": lambda a, b: torch._foreach_sub(a, b),
+    "mul_list": lambda a, b: torch._foreach_mul(a, b),
+    "div_list": lambda a, b: torch._foreach_div(a, b),
+    "div_scalar": lambda a, b: torch._foreach_div(a, 3.0),
+    "pow_number": lambda a, b: torch._foreach_pow(a, 2),
+    "pow_sqrt": lambda a, b: torch._foreach_pow(a, 0.5),
+    "lerp": lambda a, b: torch._foreach_lerp(a, b, 0.3),
+    "addcmul": lambda a, b: torch._foreach_addcmul(a, b, b, 0.5),
+    "addcdiv": lambda a, b: torch._foreach_addcdiv(a, b, b, 0.5),
+    **{
+        op: (lambda op: lambda a, b: getattr(torch, f"_foreach_{op}")(a))(op)
+        for op in ["sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sigmoid", "tanh", "sin", "cos"]
+        + ["tan", "reciprocal", "neg", "abs"]
+    },
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name", sorted(COMPLEX_OPS))
+def test_complex_items_match_cpu_special_values_included(name, dtype):
+    # Each item takes the single-tensor op's complex path (CPU's special values), in one
+    # program.
+    torch.manual_seed(0)
+    xs, ys = ctlist(dtype), ctlist(dtype)
+    ys[0][0, 0] = 2 + 1j  # inf ** inf, where tpurs' pow differs from CPU's, is not asked
+    check_functional(COMPLEX_OPS[name], xs, ys)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.bfloat16])
+def test_complex_copy_zero_and_in_place_errors(dtype):
+    xs = [torch.randn(s).to(dtype) for s in [(3, 4), (5,)]]
+    check_inplace(torch._foreach_zero_, xs)
+    src = [torch.randn(s, dtype=torch.complex64) for s in [(3, 4), (5,)]]
+    with (
+        pytest.warns(UserWarning, match="discards the imaginary part")
+        if not dtype.is_complex
+        else (contextlib.nullcontext())
+    ):
+        check_inplace(lambda a, b: torch._foreach_copy_(a, b), xs, src, **tol(dtype))
+    # A complex number into real items, and an in-place magnitude, raise as on CPU.
+    for device in ["cpu", "tpu"]:
+        reals = [torch.ones(3, dtype=torch.float64, device=device)]
+        with pytest.raises(RuntimeError, match="ComplexDouble can't be cast to the desired output type Double"):
+            torch._foreach_add_(reals, 1j)
+        with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors"):
+            torch._foreach_abs_([torch.ones(3, dtype=torch.complex64, device=device)])
+        with pytest.raises(NotImplementedError, match="\"frac_cpu\" not implemented for 'Long'"):
+            torch._foreach_frac([torch.ones(3, dtype=torch.long, device=device)])

@@ -9,7 +9,7 @@ use crate::checks::Check;
 use crate::ctx::{Arg, Ctx, Inputs, ScalarMeta, TensorArg, WriteTarget};
 use crate::dtype::check_can_cast;
 use crate::error::{runtime, Result};
-use crate::table::{op_entry, OpId};
+use crate::table::{op_entry, OpId, OutDtype};
 use crate::view::{read_view, write_view, Start};
 
 /// A device storage referenced by the call: its flat element count and element type.
@@ -228,12 +228,16 @@ impl<'a> EagerInputs<'a> {
         b: &mut Builder,
         k: usize,
         value: Value,
-        check_cast: bool,
+        policy: OutDtype,
     ) -> Result<()> {
         let target = self.call.writes[k];
         let meta = self.view(target.arg, target.item)?;
-        if check_cast {
-            check_can_cast(value.dtype(), meta.dtype)?;
+        match policy {
+            OutDtype::Same(message) if target.is_out && value.dtype() != meta.dtype => {
+                return runtime(message(meta.dtype, value.dtype()));
+            }
+            OutDtype::AnyCast => {}
+            _ => check_can_cast(value.dtype(), meta.dtype)?,
         }
         // A conversion to complex32 rounds already.
         let value = if value.dtype() == meta.dtype {
@@ -392,7 +396,7 @@ pub fn lower_into<'a>(
     }
     for (k, w) in written.into_iter().enumerate() {
         if let Some(v) = w {
-            inputs.write_target(&mut b, k, v, entry.check_cast)?;
+            inputs.write_target(&mut b, k, v, entry.out_dtype)?;
         }
     }
 

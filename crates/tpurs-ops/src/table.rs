@@ -6,7 +6,10 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use tpurs_hlo::DType;
+
 use crate::ctx::{Ctx, Out};
+use crate::dtype::torch_name;
 use crate::error::Result;
 
 /// A lowering rule: reads its arguments from the context, returns the schema's results.
@@ -15,14 +18,36 @@ pub type Rule = fn(&mut Ctx) -> Result<Vec<Out>>;
 /// Index of an op in the table.
 pub type OpId = u32;
 
+/// Which dtypes a result may be written into.
+#[derive(Clone, Copy)]
+pub enum OutDtype {
+    /// Any the result can be cast to (`torch.can_cast`): ops that promote their inputs.
+    SafeCast,
+    /// Any dtype (copy semantics: fills, copies, factories).
+    AnyCast,
+    /// An `out=` argument must have exactly the result's dtype, as ATen's ops without type
+    /// promotion require (in-place writes keep the safe-cast check); the message comes
+    /// from (out dtype, result dtype).
+    Same(fn(DType, DType) -> String),
+}
+
+/// TensorIterator's message for an `out=` of another dtype than its op's result.
+fn found_dtype(out: DType, result: DType) -> String {
+    format!(
+        "Found dtype {} but expected {}",
+        torch_name(out),
+        torch_name(result)
+    )
+}
+
 /// One registered op name.
 pub struct OpEntry {
     /// Full ATen name, `schema_name.overload` (e.g. `add_.Tensor`, `mm`).
     pub name: &'static str,
     /// The rule.
     pub rule: Rule,
-    /// Check `torch.can_cast(result, out)` before writing into mutated arguments.
-    pub check_cast: bool,
+    /// Which dtypes results may be written into (mutated and `out=` arguments).
+    pub out_dtype: OutDtype,
     /// Scalar arguments are compile-time constants (part of the cache key).
     pub bake_scalars: bool,
     /// Only graphs use this rule (views and factories the bridge handles itself in eager).
@@ -80,7 +105,21 @@ impl Registered<'_> {
 
     /// Write results into mutated arguments with any cast (copy semantics).
     pub fn any_cast(self) -> Self {
-        self.entries.iter_mut().for_each(|e| e.check_cast = false);
+        self.out_dtype(OutDtype::AnyCast)
+    }
+
+    /// An `out=` argument must have the result's dtype, with TensorIterator's message.
+    pub fn same_dtype_out(self) -> Self {
+        self.out_dtype(OutDtype::Same(found_dtype))
+    }
+
+    /// [`Self::same_dtype_out`] with the op's own message from (out dtype, result dtype).
+    pub fn same_dtype_out_as(self, message: fn(DType, DType) -> String) -> Self {
+        self.out_dtype(OutDtype::Same(message))
+    }
+
+    fn out_dtype(self, policy: OutDtype) -> Self {
+        self.entries.iter_mut().for_each(|e| e.out_dtype = policy);
         self
     }
 }
@@ -93,7 +132,7 @@ impl Registry {
             self.entries.push(OpEntry {
                 name,
                 rule,
-                check_cast: true,
+                out_dtype: OutDtype::SafeCast,
                 bake_scalars: false,
                 graph_only: false,
                 complex: false,

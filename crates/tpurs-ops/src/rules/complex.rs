@@ -309,5 +309,6 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         conj_physical,
     )
-    .complex();
+    .complex()
+    .same_dtype_out();
 }

@@ -14,7 +14,7 @@ use super::erfc::erf_of;
 use super::float_bits::with_sign_of;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Arg, Ctx, Out};
-use crate::dtype::{cast, opmath};
+use crate::dtype::{cast, opmath, torch_name};
 use crate::error::{runtime, Result};
 use crate::table::Registry;
 
@@ -54,17 +54,31 @@ macro_rules! tensor_out_variants {
     };
 }
 
-/// Defines a rule for a unary op computed in a float type (ints promote to default float),
-/// in that type's opmath (half types in f32, rounded once at the end, as CPU kernels do).
+/// A unary op's values.
+pub(super) type UnaryFn = fn(&mut Builder, &Value) -> Result<Value>;
+
+/// `f` of `x` in the float type `x` computes in (ints promote to `default_float`), in that
+/// type's opmath (half types in f32, rounded once at the end, as CPU kernels do). The
+/// single-tensor rules and their `_foreach_` forms both compute this way.
+pub(super) fn in_float_opmath(
+    b: &mut Builder,
+    x: &Value,
+    default_float: DType,
+    f: UnaryFn,
+) -> Result<Value> {
+    let dtype = float_dtype(x.dtype(), default_float);
+    let xw = b.convert(x, opmath(dtype));
+    let y = f(b, &xw)?;
+    Ok(b.convert(&y, dtype))
+}
+
+/// Defines a rule for a unary op computed by [`in_float_opmath`].
 macro_rules! float_unary {
     ($($fn:ident => $body:expr),* $(,)?) => {
         $(fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
             let x = ctx.tensor(0)?;
-            let dtype = float_dtype(x.dtype(), ctx.default_float());
-            let x = ctx.b.convert(&x, crate::dtype::opmath(dtype));
-            let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
-            let y = f(&mut ctx.b, &x)?;
-            one(ctx.b.convert(&y, dtype))
+            let d = ctx.default_float();
+            one(in_float_opmath(&mut ctx.b, &x, d, $body)?)
         })*
     };
 }
@@ -80,22 +94,98 @@ macro_rules! same_unary {
     };
 }
 
+/// The values of the float unary ops `_foreach_*` has too (see [`in_float_opmath`]).
+pub(super) mod value {
+    use super::*;
+
+    pub(in crate::rules) fn expm1(b: &mut Builder, x: &Value) -> Result<Value> {
+        if x.dtype().is_complex() {
+            expm1_of(b, x)
+        } else {
+            Ok(b.expm1(x))
+        }
+    }
+
+    pub(in crate::rules) fn log1p(b: &mut Builder, x: &Value) -> Result<Value> {
+        if x.dtype().is_complex() {
+            log1p_of(b, x)
+        } else {
+            Ok(b.log1p(x))
+        }
+    }
+
+    pub(in crate::rules) fn rsqrt(b: &mut Builder, x: &Value) -> Result<Value> {
+        if !x.dtype().is_complex() {
+            return Ok(b.rsqrt(x));
+        }
+        let r = sqrt_of(b, x)?;
+        let one = full(b, x, 1.0);
+        div_of(b, &one, &r)
+    }
+
+    pub(in crate::rules) fn sin(b: &mut Builder, x: &Value) -> Result<Value> {
+        if x.dtype().is_complex() {
+            trig_of(b, x, Trig::Sin)
+        } else {
+            Ok(b.sin(x))
+        }
+    }
+
+    pub(in crate::rules) fn cos(b: &mut Builder, x: &Value) -> Result<Value> {
+        if x.dtype().is_complex() {
+            trig_of(b, x, Trig::Cos)
+        } else {
+            Ok(b.cos(x))
+        }
+    }
+
+    pub(in crate::rules) fn tan(b: &mut Builder, x: &Value) -> Result<Value> {
+        Ok(b.tan(x))
+    }
+
+    pub(in crate::rules) fn tanh(b: &mut Builder, x: &Value) -> Result<Value> {
+        Ok(b.tanh(x))
+    }
+
+    pub(in crate::rules) fn sigmoid(b: &mut Builder, x: &Value) -> Result<Value> {
+        if x.dtype().is_complex() {
+            sigmoid_of(b, x)
+        } else {
+            Ok(b.logistic(x))
+        }
+    }
+
+    /// A complex tensor's magnitude is real (CPU's `hypot` of the parts).
+    pub(in crate::rules) fn abs(b: &mut Builder, x: &Value) -> Result<Value> {
+        Ok(match x.dtype() {
+            DType::Bool => x.clone(),
+            d if d.is_complex() => super::super::complex::magnitude(b, x)?,
+            _ => b.abs(x),
+        })
+    }
+
+    pub(in crate::rules) fn reciprocal(b: &mut Builder, x: &Value) -> Result<Value> {
+        let one = full(b, x, 1.0);
+        div_of(b, &one, x)
+    }
+}
+
 float_unary! {
     exp => exp_of,
     exp2 => |b, x| { let y = scale(b, x, std::f64::consts::LN_2)?; exp_of(b, &y) },
-    expm1 => |b, x| if x.dtype().is_complex() { expm1_of(b, x) } else { Ok(b.expm1(x)) },
+    expm1 => value::expm1,
     log => log_of,
     log2 => |b, x| { let l = log_of(b, x)?; scale(b, &l, std::f64::consts::LOG2_E) },
     log10 => |b, x| { let l = log_of(b, x)?; scale(b, &l, std::f64::consts::LOG10_E) },
-    log1p => |b, x| if x.dtype().is_complex() { log1p_of(b, x) } else { Ok(b.log1p(x)) },
+    log1p => value::log1p,
     sqrt => sqrt_of,
-    rsqrt => |b, x| if x.dtype().is_complex() { let r = sqrt_of(b, x)?; let one = full(b, x, 1.0); div_of(b, &one, &r) } else { Ok(b.rsqrt(x)) },
-    sin => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sin) } else { Ok(b.sin(x)) },
-    cos => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cos) } else { Ok(b.cos(x)) },
-    tan => |b, x| Ok(b.tan(x)),
-    tanh => |b, x| Ok(b.tanh(x)),
-    sigmoid => |b, x| if x.dtype().is_complex() { sigmoid_of(b, x) } else { Ok(b.logistic(x)) },
-    reciprocal => |b, x| { let one = full(b, x, 1.0); div_of(b, &one, x) },
+    rsqrt => value::rsqrt,
+    sin => value::sin,
+    cos => value::cos,
+    tan => value::tan,
+    tanh => value::tanh,
+    sigmoid => value::sigmoid,
+    reciprocal => value::reciprocal,
     erf => erf_of,
     sinh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Sinh) } else { Ok(real_sinh_cosh(b, x)?.0) },
     cosh => |b, x| if x.dtype().is_complex() { trig_of(b, x, Trig::Cosh) } else { Ok(real_sinh_cosh(b, x)?.1) },
@@ -259,11 +349,7 @@ fn fmax_fmin(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 same_unary! {
-    abs_value => |b, x| Ok(match x.dtype() {
-        DType::Bool => x.clone(),
-        d if d.is_complex() => super::complex::magnitude(b, x)?,
-        _ => b.abs(x),
-    }),
+    abs_value => value::abs,
     neg => |b, x| Ok(b.neg(x)),
     sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
     sgn => |b, x| match x.dtype() {
@@ -275,9 +361,21 @@ same_unary! {
     ceil => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
     round => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
     trunc => |b, x| Ok(if x.dtype().is_float() { trunc_of(b, x)? } else { x.clone() }),
-    frac => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
+    frac => frac_of,
     bitwise_not => |b, x| Ok(b.not(x)),
     relu => |b, x| { let z = full(b, x, 0.0); Ok(b.max(x, &z)?) },
+}
+
+/// `x - trunc(x)`; CPU has no `frac` kernel for integers.
+pub(super) fn frac_of(b: &mut Builder, x: &Value) -> Result<Value> {
+    if !x.dtype().is_float() {
+        return Err(crate::Error::NotImplemented(format!(
+            "\"frac_cpu\" not implemented for '{}'",
+            torch_name(x.dtype())
+        )));
+    }
+    let t = trunc_of(b, x)?;
+    Ok(b.sub(x, &t)?)
 }
 
 /// `abs`; a complex tensor's magnitude is real, so CPU refuses it in place.
@@ -530,20 +628,23 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("reciprocal"), reciprocal).complex();
     reg.ops(variants!("erf"), erf);
     reg.ops(variants!("abs"), abs).complex();
-    reg.ops(variants!("neg"), neg).complex();
-    reg.ops(variants!("sign"), sign);
+    // ATen's ops without type promotion write only into an out= of their own dtype.
+    reg.ops(variants!("neg"), neg).complex().same_dtype_out();
+    reg.ops(variants!("sign"), sign).same_dtype_out();
     // For real tensors sgn is sign.
-    reg.ops(variants!("sgn"), sgn).complex();
-    reg.ops(variants!("floor"), floor);
-    reg.ops(variants!("ceil"), ceil);
-    reg.ops(variants!("round"), round);
+    reg.ops(variants!("sgn"), sgn).complex().same_dtype_out();
+    reg.ops(variants!("floor"), floor).same_dtype_out();
+    reg.ops(variants!("ceil"), ceil).same_dtype_out();
+    reg.ops(variants!("round"), round).same_dtype_out();
     reg.ops(
         &["round.decimals", "round_.decimals", "round.decimals_out"],
         round_decimals,
-    );
-    reg.ops(variants!("trunc"), trunc);
-    reg.ops(variants!("frac"), frac);
-    reg.ops(variants!("bitwise_not"), bitwise_not);
+    )
+    .same_dtype_out();
+    reg.ops(variants!("trunc"), trunc).same_dtype_out();
+    reg.ops(variants!("frac"), frac).same_dtype_out();
+    reg.ops(variants!("bitwise_not"), bitwise_not)
+        .same_dtype_out();
     reg.ops(&["relu", "relu_"], relu);
     // Logical ops test values against zero, which complex values support.
     reg.ops(variants!("logical_not"), logical_not).complex();
@@ -601,23 +702,38 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(tensor_out_variants!("ge"), ge);
 
     reg.ops(&["where.self", "where.self_out"], where_self)
-        .complex();
+        .complex()
+        .same_dtype_out_as(|out, result| {
+            format!(
+                "Expected out type to be {} but got {}",
+                torch_name(result),
+                torch_name(out)
+            )
+        });
+    // Scalar bounds take part in the result type but the out= must have it; tensor bounds
+    // promote as binary ops do.
     reg.ops(
         &[
             "clamp",
             "clamp_",
             "clamp.out",
-            "clamp.Tensor",
-            "clamp_.Tensor",
-            "clamp.Tensor_out",
             "clamp_min",
             "clamp_min_",
             "clamp_min.out",
-            "clamp_min.Tensor",
-            "clamp_min_.Tensor",
             "clamp_max",
             "clamp_max_",
             "clamp_max.out",
+        ],
+        clamp,
+    )
+    .same_dtype_out();
+    reg.ops(
+        &[
+            "clamp.Tensor",
+            "clamp_.Tensor",
+            "clamp.Tensor_out",
+            "clamp_min.Tensor",
+            "clamp_min_.Tensor",
             "clamp_max.Tensor",
             "clamp_max_.Tensor",
         ],

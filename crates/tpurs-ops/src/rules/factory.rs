@@ -554,7 +554,14 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["isposinf", "isposinf.out"], isposinf);
     reg.ops(&["isneginf", "isneginf.out"], isneginf);
     reg.ops(&["nan_to_num", "nan_to_num_", "nan_to_num.out"], nan_to_num)
-        .complex();
+        .complex()
+        .same_dtype_out_as(|out, result| {
+            format!(
+                "nan_to_num: dtype of out: {} should be same as input: {}",
+                torch_name(out),
+                torch_name(result)
+            )
+        });
     reg.ops(
         &[
             "lerp.Scalar",

@@ -209,7 +209,8 @@ fn hash_tensor(ctx: &mut Ctx) -> Result<Vec<Out>> {
 
 pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&["hash_tensor", "hash_tensor.out"], hash_tensor);
-    reg.ops(&["signbit", "signbit.out"], signbit);
+    reg.ops(&["signbit", "signbit.out"], signbit)
+        .same_dtype_out_as(|_, _| "signbit does not support non-boolean outputs.".into());
     reg.ops(&["nextafter", "nextafter_", "nextafter.out"], nextafter);
     reg.ops(&["frexp.Tensor", "frexp.Tensor_out"], frexp);
 }

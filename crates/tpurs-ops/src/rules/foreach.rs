@@ -7,14 +7,16 @@
 use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::{extremum, max_c, min_c};
+use super::complex::div_of;
+use super::complex_math::pow_of;
 use super::division::trunc_of;
+use super::elementwise::{frac_of, in_float_opmath, value, UnaryFn};
 use super::factory::{addc_check, addc_of, lerp_of};
-use super::{broadcast_all, float_dtype};
+use super::{broadcast_all, complex_math, float_dtype};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::opmath;
-use crate::dtype::{result_type, torch_name, Participation};
+use crate::dtype::{cast, opmath, result_type, torch_name, Participation};
 use crate::error::{runtime, Error, Result};
-use crate::table::Registry;
+use crate::table::{Registry, Rule};
 use crate::Arg;
 
 /// One operand of a foreach op, read for every item.
@@ -166,9 +168,9 @@ fn mul_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
     })
 }
 
-/// `x / y` (true division: operands are already float).
+/// `x / y` (true division: operands are already float or complex).
 fn div_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    Ok(b.div(&v[0], &v[1])?)
+    div_of(b, &v[0], &v[1])
 }
 
 /// `max(x, y)` propagating NaN; `x` on a tie (signed zeros), as CPU's foreach kernels.
@@ -181,14 +183,25 @@ fn min_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
     extremum(b, &v[1], &v[0], false)
 }
 
-/// `x ^ y`.
+/// `x ^ y` for a tensor exponent.
 fn pow_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    if v[0].dtype().is_complex() {
+        return pow_of(b, &v[0], &v[1], false);
+    }
+    Ok(b.pow(&v[0], &v[1])?)
+}
+
+/// `x ^ y` for an exponent given as a number (complex powers take CPU's shortcuts).
+fn pow_number_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
+    if v[0].dtype().is_complex() {
+        return pow_of(b, &v[0], &v[1], true);
+    }
     Ok(b.pow(&v[0], &v[1])?)
 }
 
 /// `lerp(x, end, w)`.
 fn lerp_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    if !v[0].dtype().is_float() {
+    if !v[0].dtype().is_float() && !v[0].dtype().is_complex() {
         return Err(Error::NotImplemented(format!(
             "\"lerp_kernel_scalar\" not implemented for '{}'",
             torch_name(v[0].dtype())
@@ -243,14 +256,46 @@ fn addc(ctx: &mut Ctx, div: bool) -> Result<Vec<Out>> {
     )
 }
 
-/// Defines foreach rules for unary ops: `$float` ones compute in a float type.
-macro_rules! unary {
-    ($($fn:ident($float:literal) => $body:expr),* $(,)?) => {
+/// Defines foreach rules for unary ops computed in a float type, with the single-tensor
+/// op's values: [`in_float_opmath`] of the same function.
+macro_rules! float_unary {
+    ($($fn:ident => $value:expr),* $(,)?) => {
         $(
             #[doc = concat!("`_foreach_", stringify!($fn), "`: the unary op on every item.")]
             fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
-                foreach(ctx, &[0], &[], $float, |b, v| {
-                    let f: fn(&mut Builder, &Value) -> Result<Value> = $body;
+                num_items(ctx)?;
+                let d = ctx.default_float();
+                let f: UnaryFn = $value;
+                let xs = ctx.tensors(0)?;
+                xs.iter().map(|x| Ok(Some(in_float_opmath(&mut ctx.b, x, d, f)?))).collect()
+            }
+        )*
+    };
+}
+
+float_unary! {
+    sqrt => complex_math::sqrt_of,
+    rsqrt => value::rsqrt,
+    exp => super::complex::exp_of,
+    expm1 => value::expm1,
+    log => complex_math::log_of,
+    log1p => value::log1p,
+    sigmoid => value::sigmoid,
+    tanh => value::tanh,
+    sin => value::sin,
+    cos => value::cos,
+    tan => value::tan,
+    reciprocal => value::reciprocal,
+}
+
+/// Defines foreach rules for unary ops that keep their input's dtype.
+macro_rules! unary {
+    ($($fn:ident => $body:expr),* $(,)?) => {
+        $(
+            #[doc = concat!("`_foreach_", stringify!($fn), "`: the unary op on every item.")]
+            fn $fn(ctx: &mut Ctx) -> Result<Vec<Out>> {
+                foreach(ctx, &[0], &[], false, |b, v| {
+                    let f: UnaryFn = $body;
                     f(b, &v[0])
                 })
             }
@@ -259,33 +304,31 @@ macro_rules! unary {
 }
 
 unary! {
-    sqrt(true) => |b, x| Ok(b.sqrt(x)),
-    rsqrt(true) => |b, x| Ok(b.rsqrt(x)),
-    exp(true) => |b, x| Ok(b.exp(x)),
-    expm1(true) => |b, x| Ok(b.expm1(x)),
-    log(true) => |b, x| Ok(b.log(x)),
-    log1p(true) => |b, x| Ok(b.log1p(x)),
-    sigmoid(true) => |b, x| Ok(b.logistic(x)),
-    tanh(true) => |b, x| Ok(b.tanh(x)),
-    sin(true) => |b, x| Ok(b.sin(x)),
-    cos(true) => |b, x| Ok(b.cos(x)),
-    tan(true) => |b, x| Ok(b.tan(x)),
-    reciprocal(true) => |b, x| { let o = b.full_like(x, Literal::Float(1.0)); Ok(b.div(&o, x)?) },
-    neg(false) => |b, x| {
+    neg => |b, x| {
         if x.dtype() == DType::Bool {
             return runtime("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
         }
         Ok(b.neg(x))
     },
-    abs(false) => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.abs(x) }),
-    sign(false) => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
-    floor(false) => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
-    ceil(false) => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
-    round(false) => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
-    trunc(false) => |b, x| Ok(if x.dtype().is_float() { trunc_of(b, x)? } else { x.clone() }),
-    frac(false) => |b, x| { let t = trunc_of(b, x)?; Ok(b.sub(x, &t)?) },
-    zero(false) => |b, x| Ok(b.full_like(x, Literal::Int(0))),
-    clone(false) => |_, x| Ok(x.clone()),
+    magnitudes => value::abs,
+    sign => |b, x| Ok(if x.dtype() == DType::Bool { x.clone() } else { b.sign(x) }),
+    floor => |b, x| Ok(if x.dtype().is_float() { b.floor(x) } else { x.clone() }),
+    ceil => |b, x| Ok(if x.dtype().is_float() { b.ceil(x) } else { x.clone() }),
+    round => |b, x| Ok(if x.dtype().is_float() { b.round_even(x) } else { x.clone() }),
+    trunc => |b, x| Ok(if x.dtype().is_float() { trunc_of(b, x)? } else { x.clone() }),
+    frac => frac_of,
+    zero => |b, x| Ok(b.full_like(x, Literal::Int(0))),
+    clone => |_, x| Ok(x.clone()),
+}
+
+/// `_foreach_abs`; a complex item's magnitude is real, so CPU refuses it in place.
+fn abs(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let complex =
+        (0..ctx.list_len(0)).any(|j| ctx.meta(0, Some(j)).is_ok_and(|m| m.dtype.is_complex()));
+    if ctx.name == "_foreach_abs_" && complex {
+        return runtime("In-place abs is not supported for complex tensors.");
+    }
+    magnitudes(ctx)
 }
 
 /// `_foreach_copy_(self, src)`: every `src` item cast and broadcast into its `self` item.
@@ -301,7 +344,7 @@ fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let mut out = Vec::with_capacity(n);
     for (j, s) in src.iter().enumerate() {
         let ty = ctx.meta(0, Some(j))?.ty();
-        let s = ctx.b.convert(s, ty.dtype);
+        let s = cast(&mut ctx.b, s, ty.dtype)?;
         out.push(Some(ctx.b.broadcast_to(&s, &ty.shape)?));
     }
     Ok(out)
@@ -387,29 +430,37 @@ fn names(base: &str, overloads: &[&str]) -> Vec<&'static str> {
     v
 }
 
-/// Registers the family.
+/// Registers the family. Complex items follow the single-tensor ops (maximum, minimum,
+/// the rounding ops, sign and norm refuse them, as CPU's kernels do or tpurs does not yet).
 pub(crate) fn register(reg: &mut Registry) {
     const ALL: &[&str] = &["Scalar", "List", "ScalarList", "Tensor"];
     const THREE: &[&str] = &["Scalar", "List", "ScalarList"];
+    const NUMBERS: &[&str] = &["Scalar", "ScalarList"];
     // add / sub: `.List` (and add's `.Tensor`) carry alpha (argument 2).
-    reg.ops(&names("add", &["Scalar", "ScalarList"]), |c| {
+    reg.ops(&names("add", NUMBERS), |c| {
         foreach(c, &[0, 1], &[], false, add_k)
-    });
+    })
+    .complex();
     reg.ops(&names("add", &["List", "Tensor"]), |c| {
         foreach(c, &[0, 1], &[2], false, add_k)
-    });
-    reg.ops(&names("sub", &["Scalar", "ScalarList"]), |c| {
+    })
+    .complex();
+    reg.ops(&names("sub", NUMBERS), |c| {
         foreach(c, &[0, 1], &[], false, sub_k)
-    });
+    })
+    .complex();
     reg.ops(&names("sub", &["List"]), |c| {
         foreach(c, &[0, 1], &[2], false, sub_k)
-    });
+    })
+    .complex();
     reg.ops(&names("mul", ALL), |c| {
         foreach(c, &[0, 1], &[], false, mul_k)
-    });
+    })
+    .complex();
     reg.ops(&names("div", ALL), |c| {
         foreach(c, &[0, 1], &[], true, div_k)
-    });
+    })
+    .complex();
     reg.ops(&names("maximum", THREE), |c| {
         foreach(c, &[0, 1], &[], false, max_k)
     });
@@ -422,44 +473,55 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(&names("clamp_max", THREE), |c| {
         foreach(c, &[0, 1], &[], false, min_k)
     });
-    reg.ops(&names("pow", THREE), |c| {
+    reg.ops(&names("pow", NUMBERS), |c| {
+        foreach(c, &[0, 1], &[], false, pow_number_k)
+    })
+    .complex();
+    reg.ops(&names("pow", &["List"]), |c| {
         foreach(c, &[0, 1], &[], false, pow_k)
-    });
+    })
+    .complex();
     reg.ops(&["_foreach_pow.ScalarAndTensor"], |c| {
         foreach(c, &[0, 1], &[], false, pow_k)
-    });
+    })
+    .complex();
     reg.ops(&names("lerp", THREE), |c| {
         foreach(c, &[0, 1], &[2], false, lerp_k)
-    });
-    reg.ops(&names("addcmul", &["Scalar", "ScalarList"]), |c| {
-        addc(c, false)
-    });
-    reg.ops(&names("addcdiv", &["Scalar", "ScalarList"]), |c| {
-        addc(c, true)
-    });
-    reg.ops(&names("sqrt", &[""]), sqrt);
-    reg.ops(&names("rsqrt", &[""]), rsqrt);
-    reg.ops(&names("exp", &[""]), exp);
-    reg.ops(&names("expm1", &[""]), expm1);
-    reg.ops(&names("log", &[""]), log);
-    reg.ops(&names("log1p", &[""]), log1p);
-    reg.ops(&names("sigmoid", &[""]), sigmoid);
-    reg.ops(&names("tanh", &[""]), tanh);
-    reg.ops(&names("sin", &[""]), sin);
-    reg.ops(&names("cos", &[""]), cos);
-    reg.ops(&names("tan", &[""]), tan);
-    reg.ops(&names("reciprocal", &[""]), reciprocal);
-    reg.ops(&names("neg", &[""]), neg);
-    reg.ops(&names("abs", &[""]), abs);
+    })
+    .complex();
+    reg.ops(&names("addcmul", NUMBERS), |c| addc(c, false))
+        .complex();
+    reg.ops(&names("addcdiv", NUMBERS), |c| addc(c, true))
+        .complex();
+    let complex_unary: [(&str, Rule); 14] = [
+        ("sqrt", sqrt),
+        ("rsqrt", rsqrt),
+        ("exp", exp),
+        ("expm1", expm1),
+        ("log", log),
+        ("log1p", log1p),
+        ("sigmoid", sigmoid),
+        ("tanh", tanh),
+        ("sin", sin),
+        ("cos", cos),
+        ("tan", tan),
+        ("reciprocal", reciprocal),
+        ("neg", neg),
+        ("abs", abs),
+    ];
+    for (name, rule) in complex_unary {
+        reg.ops(&names(name, &[""]), rule).complex();
+    }
+    reg.ops(&names("zero", &[""]), zero).any_cast().complex();
     reg.ops(&names("sign", &[""]), sign);
     reg.ops(&names("floor", &[""]), floor);
     reg.ops(&names("ceil", &[""]), ceil);
     reg.ops(&names("round", &[""]), round);
     reg.ops(&names("trunc", &[""]), trunc);
     reg.ops(&names("frac", &[""]), frac);
-    reg.ops(&names("zero", &[""]), zero).any_cast();
-    reg.ops(&["_foreach_clone", "_foreach_clone.out"], clone);
-    reg.ops(&names("copy", &[""]), copy).any_cast();
+    reg.ops(&["_foreach_clone", "_foreach_clone.out"], clone)
+        .complex();
+    reg.ops(&names("copy", &[""]), copy).any_cast().complex();
     reg.ops(&["_foreach_norm.Scalar", "_foreach_norm.Scalar_out"], norm)
         .bake_scalars();
 }

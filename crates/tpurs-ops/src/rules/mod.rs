@@ -67,6 +67,7 @@ mod polynomials;
 mod pool;
 mod random;
 mod reduce;
+mod rnn_cells;
 mod running;
 mod search;
 mod segment;
@@ -96,6 +97,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     eigh::register(reg);
     lu::register(reg);
     gated::register(reg);
+    rnn_cells::register(reg);
     polynomials::register(reg);
     nn::register(reg);
     attention::register(reg);

@@ -36,6 +36,7 @@ CONFTEST = (
 # sampling, limits and log.
 import torch.testing._internal.common_cuda as common_cuda
 import torch.testing._internal.common_methods_invocations as cmi
+import torch.testing._internal.common_mkldnn as common_mkldnn
 import torch.testing._internal.common_nn as common_nn
 import torch.testing._internal.common_utils as common_utils
 
@@ -47,6 +48,8 @@ if not hasattr(common_cuda, "tf32_is_not_fp32"):
     common_cuda.tf32_is_not_fp32 = lambda: False
 if not hasattr(common_nn, "new_module_tests"):
     common_nn.new_module_tests = []
+if not hasattr(common_mkldnn, "bf32_on_and_off"):
+    common_mkldnn.bf32_on_and_off = lambda bf32_precision=1e-2: common_mkldnn.reduced_f32_on_and_off(bf32_precision)
 """
     + harness.CONFTEST
 )

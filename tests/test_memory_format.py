@@ -57,6 +57,32 @@ def test_nn_ops_keep_channels_last():
         same_layout(lambda t, k: torch.nn.functional.conv2d(t, k), x.contiguous(), w)
 
 
+F = torch.nn.functional
+MORE_NN_OPS = {
+    "group_norm": (lambda t: F.group_norm(t, 2), (2, 4, 5, 6), CL),
+    "group_norm_3d": (lambda t: F.group_norm(t, 2), (2, 4, 3, 5, 6), CL3),
+    "constant_pad": (lambda t: F.pad(t, (1, 1, 1, 1)), (2, 3, 5, 6), CL),
+    "reflection_pad2d": (lambda t: F.pad(t, (1, 1, 1, 1), mode="reflect"), (2, 3, 5, 6), CL),
+    "replication_pad2d": (lambda t: F.pad(t, (1, 1, 1, 1), mode="replicate"), (2, 3, 5, 6), CL),
+    "reflection_pad3d": (lambda t: F.pad(t, (1,) * 6, mode="reflect"), (2, 3, 4, 5, 6), CL3),
+    "replication_pad3d": (lambda t: F.pad(t, (1,) * 6, mode="replicate"), (2, 3, 4, 5, 6), CL3),
+    "nearest_3d": (lambda t: F.interpolate(t, scale_factor=2), (2, 3, 2, 3, 4), CL3),
+    "trilinear": (lambda t: F.interpolate(t, scale_factor=2, mode="trilinear"), (2, 3, 2, 3, 4), CL3),
+    "nearest_exact": (lambda t: F.interpolate(t, scale_factor=2, mode="nearest-exact"), (2, 3, 5, 6), CL),
+    "adaptive_max_pool2d": (lambda t: F.adaptive_max_pool2d(t, 2, return_indices=True), (2, 3, 5, 6), CL),
+    "hardswish": (F.hardswish, (2, 3, 5, 6), CL),
+    "prelu": (lambda t: F.prelu(t, torch.full((3,), 0.25, device=t.device)), (2, 3, 5, 6), CL),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_NN_OPS))
+def test_more_nn_ops_keep_channels_last(name):
+    fn, shape, fmt = MORE_NN_OPS[name]
+    torch.manual_seed(0)
+    with no_fallback():
+        same_layout(fn, torch.randn(shape).contiguous(memory_format=fmt))
+
+
 def test_writes_into_repeated_elements_raise_like_cpu():
     ops = {
         "add_": lambda x: x.add_(1),

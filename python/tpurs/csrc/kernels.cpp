@@ -69,7 +69,20 @@ bool follows_input_layout(const std::string& name) {
                                 "aten::avg_pool2d",
                                 "aten::_adaptive_avg_pool2d",
                                 "aten::upsample_nearest2d",
-                                "aten::upsample_bilinear2d"};
+                                "aten::upsample_bilinear2d",
+                                "aten::upsample_nearest3d",
+                                "aten::upsample_trilinear3d",
+                                "aten::_upsample_nearest_exact2d",
+                                "aten::_upsample_nearest_exact3d",
+                                "aten::adaptive_max_pool2d",
+                                "aten::native_group_norm",
+                                "aten::constant_pad_nd",
+                                "aten::reflection_pad2d",
+                                "aten::reflection_pad3d",
+                                "aten::replication_pad2d",
+                                "aten::replication_pad3d",
+                                "aten::hardswish",
+                                "aten::_prelu_kernel"};
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
 }
 

@@ -458,3 +458,32 @@ def test_lerp_silu_logcumsumexp_and_matrix_exp(dtype):
     for device in ("cpu", "tpu"):
         with no_fallback(), pytest.raises(NotImplementedError, match="silu"):
             torch.nn.functional.silu(torch.ones(2, dtype=torch.chalf, device=device))
+
+
+FILLS = {
+    "index_fill_scalar": lambda x, d: x.index_fill_(1, torch.tensor([0], device=d), 1 + 1j),
+    "index_fill_tensor": lambda x, d: x.index_fill(1, torch.tensor([0], device=d), torch.tensor(1 + 0j, device=d)),
+    "masked_fill_scalar": lambda x, d: x.masked_fill_(x > 2, 1 + 1j),
+    "masked_fill_tensor": lambda x, d: x.masked_fill_(x > 2, torch.tensor(1 + 1j, device=d)),
+    "scatter_value": lambda x, d: x.scatter_(1, torch.zeros(2, 1, dtype=torch.long, device=d), 2j),
+    "masked_fill_uint8_overflow": lambda x, d: x.to(torch.uint8).masked_fill_(x > 2, 300),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILLS))
+def test_fill_values_that_do_not_fit_raise_as_on_cpu(name):
+    # A complex value written into a real tensor (or 300 into uint8) raises CPU's error
+    # instead of keeping the real part (or wrapping).
+    messages = []
+    for device in ["cpu", "tpu"]:
+        x = torch.tensor([[1.0, 2.0], [4.0, 5.0]], device=device)
+        with pytest.raises(RuntimeError) as err:
+            FILLS[name](x, device)
+            x.cpu()  # a value computed on the device is checked at the next host wait
+        messages.append(str(err.value).split("\n")[0])
+    assert messages[0] == messages[1]
+    # A complex value without an imaginary part fits a real masked_fill, as on CPU.
+    x = torch.tensor([1.0, 3.0])
+    want = x.clone().masked_fill_(x > 2, torch.tensor(7 + 0j))
+    got = x.to("tpu").masked_fill_(x.to("tpu") > 2, torch.tensor(7 + 0j).to("tpu"))
+    assert torch.equal(got.cpu(), want)

@@ -111,6 +111,18 @@ pub fn cpp_name(d: DType) -> &'static str {
     }
 }
 
+/// The C++ type name in CPU's "value cannot be converted to type T without overflow"
+/// (`Scalar::to<T>`, which names fixed-width integers by their typedefs).
+pub fn converted_type_name(d: DType) -> &'static str {
+    match d {
+        DType::I64 => "int64_t",
+        DType::I16 => "int16_t",
+        DType::I8 => "int8_t",
+        DType::U8 => "uint8_t",
+        d => cpp_name(d),
+    }
+}
+
 /// The largest finite value of a float dtype.
 pub fn finfo_max(dtype: DType) -> f64 {
     match dtype {

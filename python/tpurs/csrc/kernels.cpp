@@ -45,7 +45,7 @@ struct OpDesc {
   bool warns_byte_indices = false;    // _index_put_impl_: CPU warns for uint8 masks
   bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
   bool warns_degrees_of_freedom = false;  // var / std (and _mean): correction >= reduced count
-  bool checks_fill_value = false;         // fill_.Scalar: the value must fit the tensor's type
+  int32_t fill_value_arg = -1;  // a Scalar written into self, which must fit its type (CPU's Scalar::to)
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
@@ -100,6 +100,17 @@ ArgHint hint_of(const c10::TypePtr& type) {
   return ArgHint::Plain;
 }
 
+// The Scalar argument that CPU's kernel converts to self's type with an overflow check (a
+// complex number with an imaginary part into a real tensor, 300 into uint8), or -1.
+int32_t scalar_fill_arg(const c10::FunctionSchema& schema) {
+  const std::string& name = schema.name();
+  const std::string& overload = schema.overload_name();
+  if (name == "aten::fill_" && overload == "Scalar") return 1;
+  if ((name == "aten::masked_fill" || name == "aten::masked_fill_") && overload == "Scalar") return 2;
+  if ((name == "aten::scatter" || name == "aten::scatter_") && overload.rfind("value", 0) == 0) return 3;
+  return -1;
+}
+
 OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) {
   OpDesc d;
   d.id = id;
@@ -123,7 +134,7 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   static const std::set<std::string> variances = {"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"};
   d.warns_degrees_of_freedom =
       variances.count(schema.name()) > 0 && schema.overload_name().rfind("correction", 0) == 0;
-  d.checks_fill_value = schema.name() == "aten::fill_" && schema.overload_name() == "Scalar";
+  d.fill_value_arg = scalar_fill_arg(schema);
   // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
   // TensorIterator refuses it); moving the small index costs one copy.
   const bool movable_index = schema.name() == "aten::index_fill" || schema.name() == "aten::index_fill_";
@@ -301,8 +312,8 @@ void warn_degrees_of_freedom(const c10::FunctionSchema& schema, c10::ArrayRef<c1
 }
 
 // `fill_(value)` converts the value to the tensor's type as CPU does, with its overflow error.
-void check_fill_value(c10::ArrayRef<c10::IValue> args) {
-  const at::Scalar value = args[1].toScalar();
+void check_fill_value(c10::ArrayRef<c10::IValue> args, int32_t i) {
+  const at::Scalar value = args[i].toScalar();
   AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)value.to<scalar_t>(); }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_FLOAT8_TYPES),
                  AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kComplexHalf, at::kHalf, at::kBool, at::kBFloat16);
@@ -505,7 +516,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   resolve_negative_inputs(d, stack, nargs);
   auto args = torch::jit::last(*stack, nargs);
 
-  if (d.checks_fill_value) check_fill_value(args);
+  if (d.fill_value_arg >= 0) check_fill_value(args, d.fill_value_arg);
   Packer& p = packer;
   p.reset();
   // The first pass finds the device so that a CPU tensor is reported against it.

@@ -11,7 +11,7 @@ use super::nn::sum_all;
 use super::{broadcast_shapes, one};
 use crate::checks::{self, CheckKind};
 use crate::ctx::{Arg, Ctx, Out};
-use crate::dtype::torch_name;
+use crate::dtype::{converted_type_name, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
@@ -575,6 +575,18 @@ fn masked_fill(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let m = ctx.tensor(1)?;
     let m = ctx.b.broadcast_to(&m, &shape)?;
     let v = ctx.tensor(2)?;
+    if v.dtype().is_complex() && !xt.dtype.is_complex() && xt.dtype != DType::Bool {
+        // CPU reads the value with `Scalar::to`, which refuses an imaginary part (a Scalar
+        // value is checked so by the bridge).
+        let im = ctx.b.imag(&v);
+        let zero = ctx.b.full_like(&im, Literal::Float(0.0));
+        let real = ctx.b.compare(CompareDir::Eq, &im, &zero)?;
+        let msg = format!(
+            "value cannot be converted to type {} without overflow",
+            converted_type_name(xt.dtype)
+        );
+        ctx.check_that(&real, CheckKind::Runtime, &msg)?;
+    }
     let v = ctx.b.convert(&v, xt.dtype);
     let v = ctx.b.broadcast_to(&v, &shape)?;
     one(ctx.b.select(&m, &v, &x)?)

@@ -444,6 +444,11 @@ fn index_fill(ctx: &mut Ctx) -> Result<Vec<Out>> {
             vt.rank()
         ));
     }
+    if vt.dtype.is_complex() && !x.dtype().is_complex() {
+        return runtime(
+            "index_fill_(): Converting complex Scalar to non-complex type is not supported",
+        );
+    }
     let idx = index_arg(ctx, 2, "index_fill_", false)?;
     let n = idx.ty.numel();
     if n == 0 || x.ty.numel() == 0 {

@@ -340,3 +340,24 @@ def test_fill_refuses_values_its_type_cannot_hold():
         with no_fallback():
             actual = torch.empty(3, dtype=dtype, device="tpu").fill_(value).cpu()
         assert torch.equal(actual.view(torch.uint8), expected.view(torch.uint8)), (dtype, value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.complex64, torch.int16, torch.uint8, torch.bool])
+def test_deterministic_algorithms_fill_new_memory_as_cpu(dtype):
+    # torch.use_deterministic_algorithms(True): empty memory holds NaN (floats) or the largest
+    # value (integers), and resize_ fills only what it adds.
+    torch.use_deterministic_algorithms(True)
+    try:
+        for device in ["cpu", "tpu"]:
+            e = torch.empty(2, 3, dtype=dtype, device=device)
+            s = torch.empty_strided((2, 2), (1, 2), dtype=dtype, device=device)
+            r = torch.zeros(3, dtype=dtype, device=device).resize_(7)
+            got = [t.cpu() for t in (e, s, r)]
+            if device == "cpu":
+                want = got
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, equal_nan=True, atol=0, rtol=0)
+        assert torch.equal(got[2][:3], torch.zeros(3, dtype=dtype))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert torch.empty(2, device="tpu").shape == (2,)  # off again: no fill

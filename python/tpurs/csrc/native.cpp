@@ -4,6 +4,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/TensorFactories.h>
@@ -50,13 +51,21 @@ namespace {
 
 c10::DispatchKeySet tpu_keys() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
 
+// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (the default):
+// new memory holds NaN or the type's largest value, as on CPU and CUDA.
+bool fills_uninitialized_memory() {
+  return at::globalContext().deterministicAlgorithms() && at::globalContext().deterministicFillUninitializedMemory();
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> /*layout*/, std::optional<at::Device> device,
                                std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
   TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
   c10::OptionalDeviceGuard guard(device);
   auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
-  return at::detail::empty_generic(size, allocator(), tpu_keys(), st, memory_format);
+  at::Tensor t = at::detail::empty_generic(size, allocator(), tpu_keys(), st, memory_format);
+  if (fills_uninitialized_memory()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
@@ -65,7 +74,9 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
   c10::OptionalDeviceGuard guard(device);
   auto st = dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
-  return at::detail::empty_strided_generic(size, stride, allocator(), tpu_keys(), st);
+  at::Tensor t = at::detail::empty_strided_generic(size, stride, allocator(), tpu_keys(), st);
+  if (fills_uninitialized_memory()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
@@ -163,10 +174,12 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
       return at::empty({0}, self.options()).set_(s, self.storage_offset(), {n}, {1});
     };
     at::Tensor old = kept > 0 ? flat(self.storage(), kept).clone() : at::Tensor();
+    const int64_t old_nbytes = static_cast<int64_t>(self.storage().nbytes());
     c10::DeviceGuard guard(self.device());
     self.storage().set_data_ptr_noswap(allocator()->allocate(needed));
     self.storage().set_nbytes(needed);
     if (old.defined()) flat(self.storage(), kept).copy_(old);
+    if (fills_uninitialized_memory()) at::native::fill_resize_deterministic_(self, old_nbytes);
   }
   return self;
 }

@@ -342,7 +342,9 @@ def test_fill_refuses_values_its_type_cannot_hold():
         assert torch.equal(actual.view(torch.uint8), expected.view(torch.uint8)), (dtype, value)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.complex64, torch.int16, torch.uint8, torch.bool])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.complex64, torch.int16, torch.uint8, torch.bool]
+)
 def test_deterministic_algorithms_fill_new_memory_as_cpu(dtype):
     # torch.use_deterministic_algorithms(True): empty memory holds NaN (floats) or the largest
     # value (integers), and resize_ fills only what it adds.

@@ -68,3 +68,21 @@ def test_replicate_padding_that_crops_away_a_whole_side(padding):
     x = torch.randn(2, 5, 6, requires_grad=True)
     with no_fallback():
         check(lambda t: F.pad(t, padding, mode="replicate"), x, grad=True)
+
+
+@pytest.mark.parametrize(
+    "pad,shape",
+    [
+        (torch.nn.ReflectionPad1d(2), (3, 0, 10)),
+        (torch.nn.ReflectionPad2d(2), (3, 0, 10, 10)),
+        (torch.nn.ReflectionPad3d(3), (3, 0, 10, 10, 10)),
+        (torch.nn.ReplicationPad2d(1), (3, 4, 0, 5)),
+    ],
+)
+def test_empty_non_batch_dims_raise_as_cpu(pad, shape):
+    # An empty batch pads to an empty result; an empty channel or spatial dim is refused.
+    for device in ["cpu", "tpu"]:
+        with pytest.raises(RuntimeError, match="batch mode\\) tensor with possibly 0 batch size"):
+            pad(torch.randn(shape, device=device))
+    empty_batch = (0,) + tuple(n or 3 for n in shape[1:])
+    assert pad(torch.randn(empty_batch).to("tpu")).shape == pad(torch.randn(empty_batch)).shape

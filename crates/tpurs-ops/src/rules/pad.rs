@@ -126,6 +126,15 @@ fn pad(ctx: &mut Ctx) -> Result<Vec<Out>> {
             k + 1
         ));
     }
+    let (rank, batched) = (input.rank(), k + 2);
+    let nonempty = &input.shape[usize::from(rank == batched)..];
+    if !backward && (rank > batched || nonempty.contains(&0)) {
+        return runtime(format!(
+            "Expected {}D or {batched}D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: {:?}",
+            k + 1,
+            input.shape
+        ));
+    }
     let x = ctx.tensor(0)?;
     let dtype = x.dtype();
     if !dtype.is_float() && !dtype.is_complex() && backward {

@@ -485,7 +485,7 @@ fn binary(ctx: &mut Ctx, f: fn(&mut Builder, &Value, &Value) -> Result<Value>) -
 }
 
 /// `x ** y`; `number_exponent` when `y` came from a Python number.
-fn power(b: &mut Builder, x: &Value, y: &Value, number_exponent: bool) -> Result<Value> {
+pub(super) fn power(b: &mut Builder, x: &Value, y: &Value, number_exponent: bool) -> Result<Value> {
     if x.dtype().is_complex() {
         return pow_of(b, x, y, number_exponent);
     }

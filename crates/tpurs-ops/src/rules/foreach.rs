@@ -8,9 +8,8 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::{extremum, max_c, min_c};
 use super::complex::div_of;
-use super::complex_math::pow_of;
 use super::division::trunc_of;
-use super::elementwise::{frac_of, in_float_opmath, value, UnaryFn};
+use super::elementwise::{frac_of, in_float_opmath, power, value, UnaryFn};
 use super::factory::{addc_check, addc_of, lerp_of};
 use super::{broadcast_all, complex_math, float_dtype};
 use crate::ctx::{Ctx, Out};
@@ -183,20 +182,15 @@ fn min_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
     extremum(b, &v[1], &v[0], false)
 }
 
-/// `x ^ y` for a tensor exponent.
+/// `x ^ y` for a tensor exponent, as `pow.Tensor_Tensor`.
 fn pow_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    if v[0].dtype().is_complex() {
-        return pow_of(b, &v[0], &v[1], false);
-    }
-    Ok(b.pow(&v[0], &v[1])?)
+    power(b, &v[0], &v[1], false)
 }
 
-/// `x ^ y` for an exponent given as a number (complex powers take CPU's shortcuts).
+/// `x ^ y` for an exponent given as a number, as `pow.Tensor_Scalar` (complex powers take
+/// CPU's shortcuts).
 fn pow_number_k(b: &mut Builder, v: &[Value]) -> Result<Value> {
-    if v[0].dtype().is_complex() {
-        return pow_of(b, &v[0], &v[1], true);
-    }
-    Ok(b.pow(&v[0], &v[1])?)
+    power(b, &v[0], &v[1], true)
 }
 
 /// `lerp(x, end, w)`.

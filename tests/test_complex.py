@@ -190,20 +190,33 @@ def test_ops_without_a_complex_lowering_fall_back():
     # no rule (right values, one warning); TPURS_FALLBACK=error refuses it and says why.
     code = (
         "import torch\n"
-        "x = torch.tensor([3 + 4j, 1j])\n"
+        "x = torch.tensor([[3 + 4j], [1j], [2 - 1j]])\n"
+        "i = torch.tensor([0, 0])\n"
+        "s = torch.tensor([[1j], [2 + 0j]])\n"
+        "want = x.index_reduce(0, i, s, 'prod')\n"
         "try:\n"
-        "    (y,) = torch._foreach_norm([x.to('tpu')])\n"
-        "    torch.testing.assert_close(y.cpu(), torch.tensor(26.0**0.5))\n"
-        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::_foreach_norm.Scalar', 0))\n"
+        "    y = x.to('tpu').index_reduce(0, i.to('tpu'), s.to('tpu'), 'prod')\n"
+        "    torch.testing.assert_close(y.cpu(), want)\n"
+        "    print('fallback', torch.tpu.metrics()['fallbacks'].get('aten::index_reduce', 0))\n"
         "except NotImplementedError as e:\n"
         "    print('refused', e)\n"
     )
     loose = run_python(code)
     assert "fallback 1" in loose.stdout, loose.stdout + loose.stderr
     strict = run_python(code, TPURS_FALLBACK="error")
-    assert "refused tpurs: _foreach_norm.Scalar has no lowering for Complex" in strict.stdout, (
-        strict.stdout + strict.stderr
-    )
+    assert "refused tpurs: index_reduce has no lowering for Complex" in strict.stdout, strict.stdout + strict.stderr
+
+
+def test_foreach_norm_of_complex_items():
+    xs = [torch.randn(3, 4, dtype=torch.complex64), torch.randn(5, dtype=torch.complex128), torch.randn(2)]
+    with no_fallback():
+        for ord in (2, 1, 0, 3.5, float("inf"), -float("inf")):
+            got = torch._foreach_norm([x.to("tpu") for x in xs], ord)
+            for g, w in zip(got, torch._foreach_norm(xs, ord)):
+                assert g.dtype == w.dtype
+                torch.testing.assert_close(g.cpu(), w)
+    with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs"):
+        torch._foreach_norm([xs[0].to("tpu")], 2, dtype=torch.float32)
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -340,6 +353,26 @@ def test_transcendental_with_special_values(dtype):
         )
     # abs's gradient is sgn; sqrt's divides by the root.
     check(lambda x: x.sqrt().abs(), c.requires_grad_(), grad=True, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_pow_special_values_part_by_part(dtype):
+    # CPU's pow is C99's cpow, exp(y log x) with an Annex G product (infinities recovered
+    # where the plain formula gives NaN in both parts); number exponents 0, 1, +-1, +-2, 3
+    # and +-0.5 take CPU's shortcuts (fill, copy, products, roots, reciprocals).
+    inf, nan = float("inf"), float("nan")
+    parts = (0.0, -0.0, 1.0, -2.0, 0.5, inf, -inf, nan)
+    values = [complex(a, b) for a in parts for b in parts]
+    x = torch.tensor([p for p in values for _ in values], dtype=dtype)
+    y = torch.tensor([q for _ in values for q in values], dtype=dtype)
+    tol = dict(atol=1e-6, rtol=1e-5, equal_nan=True)
+    with no_fallback():
+        got = torch.view_as_real(torch.pow(x.to("tpu"), y.to("tpu"))).cpu()
+        torch.testing.assert_close(got, torch.view_as_real(torch.pow(x, y)), **tol)
+        z = torch.tensor(values, dtype=dtype)
+        for e in (0, 1, -1, 2, -2, 3, 0.5, -0.5, 1.7, 1j):
+            got = torch.view_as_real(torch.pow(z.to("tpu"), e)).cpu()
+            torch.testing.assert_close(got, torch.view_as_real(torch.pow(z, e)), **tol, msg=f"exponent {e}")
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])

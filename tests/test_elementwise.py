@@ -315,6 +315,98 @@ def test_out_of_another_dtype_raises_as_cpu(name, out_dtype):
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize("x_dtype", [torch.float32, torch.complex64, torch.int32])
+@pytest.mark.parametrize(
+    "out_dtype", [torch.float32, torch.float64, torch.float16, torch.complex64, torch.complex128, torch.int64]
+)
+def test_abs_out_dtypes_as_cpu(x_dtype, out_dtype):
+    # A real input's out= must keep its dtype; a complex input's magnitudes go into the
+    # complex input's own dtype or any float they cast to.
+    x = torch.tensor([1.5, -2.25, 3.0]).to(x_dtype) * (1 - 1j if x_dtype.is_complex else 1)
+    results = []
+    for device in ["cpu", "tpu"]:
+        out = torch.empty(0, dtype=out_dtype, device=device)
+        try:
+            results.append(torch.abs(x.to(device), out=out).cpu())
+        except RuntimeError as e:
+            results.append(str(e))
+            assert out.numel() == 0
+    if isinstance(results[0], str):
+        assert results[1] == results[0]
+    else:
+        assert results[1].dtype == results[0].dtype
+        torch.testing.assert_close(results[1], results[0])
+
+
+IN_PLACE_NUMBER_CLAMPS = {
+    "clamp_": lambda x: x.clamp_(0.5),
+    "clamp_min_": lambda x: x.clamp_min_(0.5),
+    "clamp_max_ int bound": lambda x: x.clamp_max_(1),
+    "_foreach_maximum_": lambda x: torch._foreach_maximum_([x], 0.5),
+    "_foreach_clamp_max_ list": lambda x: torch._foreach_clamp_max_([x], [0.5]),
+    "_foreach_minimum_ tensors": lambda x: torch._foreach_minimum_([x], [torch.ones(2, device=x.device)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_NUMBER_CLAMPS))
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_in_place_clamp_refuses_promotion_as_cpu(name, dtype):
+    # Number bounds go through clamp's own check, which names the dtype by its C++ type;
+    # tensor bounds through TensorIterator's, which uses PyTorch's name.
+    op = IN_PLACE_NUMBER_CLAMPS[name]
+    outcomes = []
+    for device in ["cpu", "tpu"]:
+        x = torch.ones(2, dtype=dtype, device=device)
+        try:
+            op(x)
+            outcomes.append(x.cpu())
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[0]
+    else:
+        assert torch.equal(outcomes[1], outcomes[0])
+
+
+def _clamp_operands(device):
+    return {
+        "c": torch.ones(2, dtype=torch.complex64, device=device),
+        "f": torch.ones(2, device=device),
+        "i": torch.ones(2, dtype=torch.int64, device=device),
+        "b": torch.ones(2, dtype=torch.bool, device=device),
+    }
+
+
+COMPLEX_CLAMPS = {
+    "clamp complex tensor": lambda t: torch.clamp(t["c"], 1),
+    "clamp_min complex tensor": lambda t: torch.clamp_min(t["c"], 1),
+    "clamp float, complex bound": lambda t: torch.clamp(t["f"], 1j),
+    "clamp_min float, complex bound": lambda t: torch.clamp_min(t["f"], 1j),
+    "clamp int, complex bound": lambda t: torch.clamp(t["i"], 1j),
+    "clamp_ int, complex bound": lambda t: t["i"].clone().clamp_(1j),
+    "clamp_min_ int, complex bound": lambda t: t["i"].clone().clamp_min_(1j),
+    "foreach maximum complex item": lambda t: torch._foreach_maximum([t["c"]], 1),
+    "foreach maximum_ float, complex number": lambda t: torch._foreach_maximum_([t["f"]], 1j),
+    "foreach clamp_max float, complex list": lambda t: torch._foreach_clamp_max([t["f"]], [1j]),
+    "foreach maximum_ promotes before complex": lambda t: torch._foreach_maximum_([t["b"], t["b"]], [1, 1j]),
+    "foreach maximum_ complex before promotion": lambda t: torch._foreach_maximum_([t["b"], t["b"]], [1j, 1]),
+    "foreach minimum list length first": lambda t: torch._foreach_minimum([t["c"]], [1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CLAMPS))
+def test_clamp_with_complex_values_raises_as_cpu(name):
+    # CPU's clamp checks run per item in its order: complex tensors and one-sided complex
+    # bounds are NotImplementedError, an in-place promotion comes first where it is checked
+    # first, and a float tensor reads a two-sided bound as a double.
+    errors = []
+    for device in ["cpu", "tpu"]:
+        with pytest.raises(RuntimeError) as err:
+            COMPLEX_CLAMPS[name](_clamp_operands(device))
+        errors.append((type(err.value), str(err.value)))
+    assert errors[1] == errors[0]
+
+
 def test_bitwise_not_and_integer_floor_keep_their_dtype_in_out():
     for device in ["cpu", "tpu"]:
         i = torch.tensor([1, 2]).to(device)

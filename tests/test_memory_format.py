@@ -72,7 +72,38 @@ MORE_NN_OPS = {
     "adaptive_max_pool2d": (lambda t: F.adaptive_max_pool2d(t, 2, return_indices=True), (2, 3, 5, 6), CL),
     "hardswish": (F.hardswish, (2, 3, 5, 6), CL),
     "prelu": (lambda t: F.prelu(t, torch.full((3,), 0.25, device=t.device)), (2, 3, 5, 6), CL),
+    "antialiased_bicubic": (lambda t: F.interpolate(t, size=(3, 4), mode="bicubic", antialias=True), (2, 3, 5, 6), CL),
+    "pixel_shuffle": (lambda t: F.pixel_shuffle(t, 2), (2, 8, 3, 5), CL),
+    "pixel_unshuffle": (lambda t: F.pixel_unshuffle(t, 2), (2, 3, 4, 6), CL),
+    "channel_shuffle": (lambda t: F.channel_shuffle(t, 2), (2, 8, 3, 5), CL),
 }
+
+
+def test_shuffles_check_their_arguments_as_cpu():
+    cases = [
+        lambda d: F.pixel_shuffle(torch.ones(2, 3, device=d), 2),
+        lambda d: F.pixel_shuffle(torch.ones(1, 8, 2, 2, device=d), 0),
+        lambda d: F.pixel_shuffle(torch.ones(1, 8, 2, 2, device=d), 3),
+        lambda d: F.pixel_unshuffle(torch.ones(1, 8, 3, 2, device=d), 2),
+        lambda d: F.pixel_unshuffle(torch.ones(1, 8, 2, 3, device=d), 2),
+        lambda d: F.channel_shuffle(torch.ones(1, 8, 2, 2, device=d), 3),
+        lambda d: F.channel_shuffle(torch.ones(1, 8, 2, 2, device=d), 0),
+        lambda d: F.channel_shuffle(torch.ones(8, device=d), 2),
+    ]
+    for case in cases:
+        messages = []
+        for device in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError) as err:
+                case(device)
+            messages.append(str(err.value))
+        assert messages[1] == messages[0]
+    # The gradient of a shuffle is the inverse shuffle.
+    x = torch.randn(2, 8, 4, 4, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    with no_fallback():
+        F.pixel_shuffle(xt, 2).pow(2).sum().backward()
+    F.pixel_shuffle(x, 2).pow(2).sum().backward()
+    torch.testing.assert_close(xt.grad.cpu(), x.grad)
 
 
 @pytest.mark.parametrize("name", sorted(MORE_NN_OPS))

@@ -22,14 +22,43 @@ def test_interpolate(dims, mode, how):
             check(lambda t: F.interpolate(t, mode=name, align_corners=align, **how), x, grad=True)
 
 
-def test_nearest_on_integers_and_linear_refuses_them():
+def test_nearest_on_integers():
     img = torch.randint(0, 255, (1, 3, 4, 6), dtype=torch.uint8)
     with no_fallback():
         check(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), img)
-    # CPU PyTorch has a fixed-point uint8 bilinear kernel; tpurs refuses rather than round
-    # differently.
-    with pytest.raises(NotImplementedError, match="Byte"):
-        F.interpolate(img.to("tpu"), scale_factor=2, mode="bilinear")
+
+
+@pytest.mark.parametrize("channels", [3, 5])
+@pytest.mark.parametrize(
+    "mode, antialias",
+    [("bilinear", False), ("bilinear", True), ("bicubic", True)],
+    ids=["bilinear", "aa", "bicubic_aa"],
+)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_uint8_images_resize_as_cpu_bit_for_bit(channels, mode, antialias, align_corners, channels_last):
+    # CPU's own uint8 kernel: int16 fixed-point weights, a width pass then a height pass,
+    # each rounded and clamped to a byte. Results equal CPU's exactly, not within 1.
+    torch.manual_seed(0)
+    img = torch.randint(0, 256, (2, channels, 23, 31), dtype=torch.uint8)
+    if channels_last:
+        img = img.contiguous(memory_format=torch.channels_last)
+    sizes = [dict(size=(40, 17)), dict(size=(7, 62)), dict(size=(23, 12)), dict(scale_factor=0.37)]
+    with no_fallback():
+        for kw in sizes:
+            want = F.interpolate(img, mode=mode, antialias=antialias, align_corners=align_corners, **kw)
+            got = F.interpolate(img.to("tpu"), mode=mode, antialias=antialias, align_corners=align_corners, **kw)
+            assert got.dtype == torch.uint8
+            assert torch.equal(got.cpu(), want), kw
+            fmt = torch.channels_last if channels_last else torch.contiguous_format
+            assert got.is_contiguous(memory_format=fmt) == want.is_contiguous(memory_format=fmt)
+
+
+def test_integer_images_other_than_uint8_are_refused_as_on_cpu():
+    img = torch.randint(0, 255, (1, 3, 4, 6), dtype=torch.int16)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="not implemented for 'Short'"):
+            F.interpolate(img.to(device), scale_factor=2, mode="bilinear")
 
 
 def test_upsample_in_a_compiled_unet_block():

@@ -18,7 +18,6 @@ DECOMPOSED = (
     "aminmax.default",
     "binary_cross_entropy.default",
     "binary_cross_entropy_backward.default",
-    "channel_shuffle.default",
     "col2im.default",
     "count_nonzero.default",
     "count_nonzero.dim_IntList",

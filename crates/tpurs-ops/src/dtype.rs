@@ -107,6 +107,9 @@ pub fn cpp_name(d: DType) -> &'static str {
         DType::I8 => "signed char",
         DType::U8 => "unsigned char",
         DType::Bool => "bool",
+        DType::U16 => "short unsigned int",
+        DType::U32 => "unsigned int",
+        DType::U64 => "long unsigned int",
         _ => "unknown",
     }
 }

@@ -9,7 +9,7 @@ use crate::checks::Check;
 use crate::ctx::{Arg, Ctx, Inputs, ScalarMeta, TensorArg, WriteTarget};
 use crate::dtype::check_can_cast;
 use crate::error::{runtime, Result};
-use crate::table::{op_entry, OpId, OutDtype};
+use crate::table::{found_dtype, op_entry, OpId, OutDtype};
 use crate::view::{read_view, write_view, Start};
 
 /// A device storage referenced by the call: its flat element count and element type.
@@ -235,6 +235,14 @@ impl<'a> EagerInputs<'a> {
         match policy {
             OutDtype::Same(message) if target.is_out && value.dtype() != meta.dtype => {
                 return runtime(message(meta.dtype, value.dtype()));
+            }
+            OutDtype::RealOfComplex if target.is_out => {
+                let input = self.view(0, None)?.dtype;
+                if input.is_complex() && !meta.dtype.is_complex() {
+                    check_can_cast(value.dtype(), meta.dtype)?;
+                } else if meta.dtype != input {
+                    return runtime(found_dtype(meta.dtype, input));
+                }
             }
             OutDtype::AnyCast => {}
             _ => check_can_cast(value.dtype(), meta.dtype)?,

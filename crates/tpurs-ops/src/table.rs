@@ -29,10 +29,13 @@ pub enum OutDtype {
     /// promotion require (in-place writes keep the safe-cast check); the message comes
     /// from (out dtype, result dtype).
     Same(fn(DType, DType) -> String),
+    /// `abs`: [`Self::Same`] as the input's dtype, except that a complex input's real result
+    /// may go into any real dtype it safely casts to.
+    RealOfComplex,
 }
 
 /// TensorIterator's message for an `out=` of another dtype than its op's result.
-fn found_dtype(out: DType, result: DType) -> String {
+pub(crate) fn found_dtype(out: DType, result: DType) -> String {
     format!(
         "Found dtype {} but expected {}",
         torch_name(out),
@@ -116,6 +119,11 @@ impl Registered<'_> {
     /// [`Self::same_dtype_out`] with the op's own message from (out dtype, result dtype).
     pub fn same_dtype_out_as(self, message: fn(DType, DType) -> String) -> Self {
         self.out_dtype(OutDtype::Same(message))
+    }
+
+    /// See [`OutDtype::RealOfComplex`].
+    pub fn real_of_complex_out(self) -> Self {
+        self.out_dtype(OutDtype::RealOfComplex)
     }
 
     fn out_dtype(self, policy: OutDtype) -> Self {

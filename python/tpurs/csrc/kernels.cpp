@@ -70,6 +70,8 @@ bool follows_input_layout(const std::string& name) {
                                 "aten::_adaptive_avg_pool2d",
                                 "aten::upsample_nearest2d",
                                 "aten::upsample_bilinear2d",
+                                "aten::_upsample_bilinear2d_aa",
+                                "aten::_upsample_bicubic2d_aa",
                                 "aten::upsample_nearest3d",
                                 "aten::upsample_trilinear3d",
                                 "aten::_upsample_nearest_exact2d",
@@ -82,6 +84,9 @@ bool follows_input_layout(const std::string& name) {
                                 "aten::replication_pad2d",
                                 "aten::replication_pad3d",
                                 "aten::hardswish",
+                                "aten::pixel_shuffle",
+                                "aten::pixel_unshuffle",
+                                "aten::channel_shuffle",
                                 "aten::_prelu_kernel"};
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
 }

@@ -62,36 +62,111 @@ pub(crate) fn sqrt_of(b: &mut Builder, z: &Value) -> Result<Value> {
     Ok(b.complex(&re, &im)?)
 }
 
-/// `x ** y` for complex values: XLA's power, NaN where `x` has a NaN part (XLA gives 0 when
-/// the real part is 0) unless `y` is 0; for an exponent given as a number, the shortcuts
-/// CPU takes for 2, 3 and 0.5 (`x * x`, `x * x * x`, `sqrt`), whose special values differ.
+/// `x ** y` for complex `x`: C99's `cpow`, `exp(y log(x))` with the product taken as Annex G
+/// multiplies (CPU PyTorch calls `std::pow`), so zero and infinite bases give CPU's values.
+/// A number exponent of 0, 1, +-2, 3 or +-0.5 (and -1) takes CPU's shortcuts: a fill, a copy,
+/// products, roots and reciprocals, whose special values differ from `cpow`'s.
 pub(crate) fn pow_of(
     b: &mut Builder,
     x: &Value,
     y: &Value,
     number_exponent: bool,
 ) -> Result<Value> {
-    let mut r = b.pow(x, y)?;
-    let nan_base = b.compare(CompareDir::Ne, x, x)?;
-    let zero = b.full_like(y, Literal::Float(0.0));
-    let y_nonzero = b.compare(CompareDir::Ne, y, &zero)?;
-    let to_nan = b.and(&nan_base, &y_nonzero)?;
-    let re = b.real(&r);
-    let nan = b.full_like(&re, Literal::Float(f64::NAN));
-    let nan = b.complex(&nan, &nan)?;
-    r = b.select(&to_nan, &nan, &r)?;
+    let l = log_of(b, x)?;
+    let p = annex_g_mul(b, y, &l)?;
+    let mut r = exp_of(b, &p)?;
     if !number_exponent {
         return Ok(r);
     }
     let square = b.mul(x, x)?;
     let cube = b.mul(&square, x)?;
     let root = sqrt_of(b, x)?;
-    for (k, v) in [(2.0, square), (3.0, cube), (0.5, root)] {
+    let one = b.full_like(x, Literal::Float(1.0));
+    let shortcuts = [
+        (0.0, one.clone()),
+        (1.0, x.clone()),
+        (-1.0, div_of(b, &one, x)?),
+        (2.0, square.clone()),
+        (-2.0, div_of(b, &one, &square)?),
+        (3.0, cube),
+        (0.5, root.clone()),
+        (-0.5, div_of(b, &one, &root)?),
+    ];
+    for (k, v) in shortcuts {
         let kv = b.full_like(y, Literal::Float(k));
         let hit = b.compare(CompareDir::Eq, y, &kv)?;
         r = b.select(&hit, &v, &r)?;
     }
     Ok(r)
+}
+
+/// The complex product `z w` as C99's Annex G defines it: where the plain formula gives NaN
+/// in both parts but a factor or a partial product is infinite, the infinities come back.
+fn annex_g_mul(b: &mut Builder, z: &Value, w: &Value) -> Result<Value> {
+    let parts = |b: &mut Builder, v: &Value| (b.real(v), b.imag(v));
+    let ((a, bb), (c, d)) = (parts(b, z), parts(b, w));
+    let plain = |b: &mut Builder, a: &Value, bb: &Value, c: &Value, d: &Value| -> Result<_> {
+        let (ac, bd) = (b.mul(a, c)?, b.mul(bb, d)?);
+        let (ad, bc) = (b.mul(a, d)?, b.mul(bb, c)?);
+        Ok((b.sub(&ac, &bd)?, b.add(&ad, &bc)?, [ac, bd, ad, bc]))
+    };
+    let (re, im, products) = plain(b, &a, &bb, &c, &d)?;
+    let is_nan = |b: &mut Builder, v: &Value| b.compare(CompareDir::Ne, v, v);
+    let is_inf = |b: &mut Builder, v: &Value| -> Result<Value> {
+        let m = b.abs(v);
+        let inf = full(b, v, f64::INFINITY);
+        Ok(b.compare(CompareDir::Eq, &m, &inf)?)
+    };
+    // An infinite part becomes +-1, its partner part +-0, and NaN parts of the other factor
+    // +-0: "boxed" infinities.
+    let unit = |b: &mut Builder, v: &Value| -> Result<Value> {
+        let inf = is_inf(b, v)?;
+        let (one, zero) = (full(b, v, 1.0), full(b, v, 0.0));
+        let m = b.select(&inf, &one, &zero)?;
+        with_sign_of(b, &m, v)
+    };
+    let nan_to_zero = |b: &mut Builder, v: &Value, when: &Value| -> Result<Value> {
+        let nan = is_nan(b, v)?;
+        let both = b.and(&nan, when)?;
+        let zero = full(b, v, 0.0);
+        let z = with_sign_of(b, &zero, v)?;
+        Ok(b.select(&both, &z, v)?)
+    };
+    let (ia, ib, ic, id) = (
+        is_inf(b, &a)?,
+        is_inf(b, &bb)?,
+        is_inf(b, &c)?,
+        is_inf(b, &d)?,
+    );
+    let z_inf = b.or(&ia, &ib)?;
+    let w_inf = b.or(&ic, &id)?;
+    let (ua, ub) = (unit(b, &a)?, unit(b, &bb)?);
+    let (a1, b1) = (b.select(&z_inf, &ua, &a)?, b.select(&z_inf, &ub, &bb)?);
+    let (c1, d1) = (nan_to_zero(b, &c, &z_inf)?, nan_to_zero(b, &d, &z_inf)?);
+    let (uc, ud) = (unit(b, &c1)?, unit(b, &d1)?);
+    let (c2, d2) = (b.select(&w_inf, &uc, &c1)?, b.select(&w_inf, &ud, &d1)?);
+    let (a2, b2) = (nan_to_zero(b, &a1, &w_inf)?, nan_to_zero(b, &b1, &w_inf)?);
+    // Neither factor infinite but a partial product overflowed: NaN parts become +-0.
+    let mut overflow = is_inf(b, &products[0])?;
+    for p in &products[1..] {
+        let i = is_inf(b, p)?;
+        overflow = b.or(&overflow, &i)?;
+    }
+    let any_inf = b.or(&z_inf, &w_inf)?;
+    let no_inf = b.not(&any_inf);
+    let late = b.and(&overflow, &no_inf)?;
+    let (a3, b3) = (nan_to_zero(b, &a2, &late)?, nan_to_zero(b, &b2, &late)?);
+    let (c3, d3) = (nan_to_zero(b, &c2, &late)?, nan_to_zero(b, &d2, &late)?);
+    let (re2, im2, _) = plain(b, &a3, &b3, &c3, &d3)?;
+    let inf = full(b, &re, f64::INFINITY);
+    let (re2, im2) = (b.mul(&inf, &re2)?, b.mul(&inf, &im2)?);
+    let (nr, ni) = (is_nan(b, &re)?, is_nan(b, &im)?);
+    let both_nan = b.and(&nr, &ni)?;
+    let recalc = b.or(&any_inf, &overflow)?;
+    let fix = b.and(&both_nan, &recalc)?;
+    let re = b.select(&fix, &re2, &re)?;
+    let im = b.select(&fix, &im2, &im)?;
+    Ok(b.complex(&re, &im)?)
 }
 
 /// `sgn(z)` of a complex `z`: `z / |z|`, 0 where `z` is 0 and NaN where `|z|` is infinite

@@ -14,8 +14,8 @@ use super::erfc::erf_of;
 use super::float_bits::with_sign_of;
 use super::{common_dtype, float_dtype, full, one, operands};
 use crate::ctx::{Arg, Ctx, Out};
-use crate::dtype::{cast, opmath, torch_name};
-use crate::error::{runtime, Result};
+use crate::dtype::{cast, cpp_name, opmath, torch_name};
+use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
 
 /// Expands `"exp"` into its functional, in-place and `out=` names.
@@ -538,6 +538,45 @@ fn where_self(ctx: &mut Ctx) -> Result<Vec<Out>> {
     one(ctx.b.select(&cond, &x, &y)?)
 }
 
+/// CPU's checks of `clamp`, `clamp_min` and `clamp_max` with number bounds (and of the
+/// foreach ops built on them), in its order and words: complex tensors and one-sided complex
+/// bounds are refused, a float tensor reads a two-sided bound as a double, and an in-place
+/// clamp must not promote (naming the tensor's dtype by its C++ type).
+pub(super) fn check_number_clamp(
+    x: DType,
+    bounds: &[DType],
+    result: DType,
+    in_place: bool,
+    two_sided: bool,
+) -> Result<()> {
+    let complex = || {
+        Err(Error::NotImplemented(
+            "clamp is not supported for complex types".into(),
+        ))
+    };
+    let complex_bound = bounds.iter().any(|d| d.is_complex());
+    if x.is_complex() || (complex_bound && !two_sided) {
+        return complex();
+    }
+    if x.is_float() {
+        if complex_bound {
+            return runtime("value cannot be converted to type double without overflow");
+        }
+        return Ok(());
+    }
+    if in_place && result != x {
+        return runtime(format!(
+            "result type {} can't be cast to the desired output type {}",
+            torch_name(result),
+            cpp_name(x)
+        ));
+    }
+    if result.is_complex() {
+        return complex();
+    }
+    Ok(())
+}
+
 fn clamp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     // clamp(self, min, max), clamp_min(self, min), clamp_max(self, max).
     let base = ctx
@@ -561,6 +600,20 @@ fn clamp(ctx: &mut Ctx) -> Result<Vec<Out>> {
     }
     let idxs: Vec<usize> = [Some(0), lo_i, hi_i].into_iter().flatten().collect();
     let dtype = common_dtype(ctx, &idxs)?;
+    if !ctx.overload().starts_with("Tensor") {
+        let bounds: Vec<DType> = idxs[1..]
+            .iter()
+            .map(|&i| Ok(ctx.ty(i)?.dtype))
+            .collect::<Result<_>>()?;
+        let two_sided = base == "clamp";
+        check_number_clamp(
+            ctx.ty(0)?.dtype,
+            &bounds,
+            dtype,
+            ctx.is_inplace(),
+            two_sided,
+        )?;
+    }
     let v = operands(ctx, &idxs, dtype)?;
     let mut x = v[0].clone();
     let bounds = [lo_i.map(|i| (i, true)), hi_i.map(|i| (i, false))];
@@ -627,7 +680,9 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.ops(variants!("sigmoid"), sigmoid).complex();
     reg.ops(variants!("reciprocal"), reciprocal).complex();
     reg.ops(variants!("erf"), erf);
-    reg.ops(variants!("abs"), abs).complex();
+    reg.ops(variants!("abs"), abs)
+        .complex()
+        .real_of_complex_out();
     // ATen's ops without type promotion write only into an out= of their own dtype.
     reg.ops(variants!("neg"), neg).complex().same_dtype_out();
     reg.ops(variants!("sign"), sign).same_dtype_out();
@@ -726,6 +781,7 @@ pub(crate) fn register(reg: &mut Registry) {
         ],
         clamp,
     )
+    .complex()
     .same_dtype_out();
     reg.ops(
         &[

@@ -4,16 +4,17 @@
 //! program with N results; each item follows the semantics of the single-tensor op
 //! (promotion, broadcasting), and in-place forms are written back item by item by the driver.
 
-use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
+use tpurs_hlo::{Builder, DType, Literal, Value};
 
-use super::combine::{extremum, max_c, min_c};
+use super::combine::extremum;
 use super::complex::div_of;
 use super::division::trunc_of;
-use super::elementwise::{frac_of, in_float_opmath, power, value, UnaryFn};
+use super::elementwise::{check_number_clamp, frac_of, in_float_opmath, power, value, UnaryFn};
 use super::factory::{addc_check, addc_of, lerp_of};
+use super::norms::norm_of;
 use super::{broadcast_all, complex_math, float_dtype};
 use crate::ctx::{Ctx, Out};
-use crate::dtype::{cast, opmath, result_type, torch_name, Participation};
+use crate::dtype::{cast, result_type, torch_name, Participation};
 use crate::error::{runtime, Error, Result};
 use crate::table::{Registry, Rule};
 use crate::Arg;
@@ -47,21 +48,29 @@ fn num_items(ctx: &Ctx) -> Result<usize> {
     Ok(n)
 }
 
+/// Argument `i`, when a list, must have `n` items.
+fn check_len(ctx: &Ctx, i: usize, n: usize) -> Result<()> {
+    match ctx.arg(i) {
+        Arg::List(items) if items.len() != n => {
+            let scalars = matches!(items.first(), Some(Arg::Scalar(_)));
+            runtime(if scalars {
+                "Tensor list must have same number of elements as scalar list.".to_string()
+            } else {
+                format!(
+                    "Tensor lists must have the same number of tensors, got {n} and {}",
+                    items.len()
+                )
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reads argument `i` for `n` items (a list of tensors or numbers, or one shared value).
 fn operand(ctx: &mut Ctx, i: usize, n: usize) -> Result<Operand> {
+    check_len(ctx, i, n)?;
     match ctx.arg(i) {
         Arg::List(items) => {
-            if items.len() != n {
-                let scalars = matches!(items.first(), Some(Arg::Scalar(_)));
-                return runtime(if scalars {
-                    "Tensor list must have same number of elements as scalar list.".to_string()
-                } else {
-                    format!(
-                        "Tensor lists must have the same number of tensors, got {n} and {}",
-                        items.len()
-                    )
-                });
-            }
             let dtypes: Vec<DType> = items
                 .iter()
                 .map(|a| match a {
@@ -126,6 +135,27 @@ fn foreach(
         out.push(Some(f(&mut ctx.b, &values)?));
     }
     Ok(out)
+}
+
+/// maximum / minimum / clamp_min / clamp_max with numbers: CPU runs `clamp_min` or
+/// `clamp_max` per item, whose checks (complex values, in-place promotion) come first.
+fn bounded(ctx: &mut Ctx, f: Kernel) -> Result<Vec<Out>> {
+    let n = num_items(ctx)?;
+    check_len(ctx, 1, n)?;
+    let shared = !matches!(ctx.arg(1), Arg::List(_));
+    for j in 0..n {
+        let item = (!shared).then_some(j);
+        let x = ctx.meta(0, Some(j))?.dtype;
+        let bound = match ctx.arg(1).item(item) {
+            Arg::Scalar(s) => s.dtype,
+            Arg::Tensor(m) => m.dtype,
+            _ => continue,
+        };
+        let roles = [(x, Participation::Dim), (bound, ctx.participation(1, item))];
+        let result = result_type(&roles, ctx.default_float());
+        check_number_clamp(x, &[bound], result, ctx.is_inplace(), false)?;
+    }
+    foreach(ctx, &[0, 1], &[], false, f)
 }
 
 /// `x + y * alpha` (alpha when present); `or` for bool.
@@ -344,41 +374,6 @@ fn copy(ctx: &mut Ctx) -> Result<Vec<Out>> {
     Ok(out)
 }
 
-/// The vector norm of `x` over `dims` for order `ord`, computed in f32 or wider.
-pub(super) fn norm_of(b: &mut Builder, x: &Value, ord: f64, dims: &[i64]) -> Result<Value> {
-    let w = opmath(x.dtype());
-    let x = b.convert(x, w);
-    let a = b.abs(&x);
-    let sum = |b: &mut Builder, v: &Value| {
-        let z = b.constant(Literal::Float(0.0), w);
-        b.reduce(v, &z, dims, |b, p, q| b.add(p, q).expect("same types"))
-    };
-    Ok(if ord == 2.0 {
-        let sq = b.mul(&x, &x)?;
-        let s = sum(b, &sq);
-        b.sqrt(&s)
-    } else if ord == 1.0 {
-        sum(b, &a)
-    } else if ord == f64::INFINITY {
-        let z = b.constant(Literal::Float(0.0), w);
-        b.reduce(&a, &z, dims, max_c)
-    } else if ord == f64::NEG_INFINITY {
-        let z = b.constant(Literal::Float(f64::INFINITY), w);
-        b.reduce(&a, &z, dims, min_c)
-    } else if ord == 0.0 {
-        let z = b.full_like(&x, Literal::Float(0.0));
-        let nz = b.compare(CompareDir::Ne, &x, &z)?;
-        let nz = b.convert(&nz, w);
-        sum(b, &nz)
-    } else {
-        let p = b.full_like(&a, Literal::Float(ord));
-        let ap = b.pow(&a, &p)?;
-        let s = sum(b, &ap);
-        let inv = b.full_like(&s, Literal::Float(1.0 / ord));
-        b.pow(&s, &inv)?
-    })
-}
-
 /// `_foreach_norm.Scalar(self, ord, dtype)`: `linalg_vector_norm` of every item (ord baked).
 fn norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let n = num_items(ctx)?;
@@ -391,17 +386,22 @@ fn norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let xs = ctx.tensors(0)?;
     let mut out = Vec::with_capacity(n);
     for x in xs {
-        if !x.dtype().is_float() {
+        if !x.dtype().is_float() && !x.dtype().is_complex() {
             return Err(Error::NotImplemented(format!(
                 "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
                 torch_name(x.dtype())
             )));
         }
         let dtype = want.unwrap_or(x.dtype());
+        if x.dtype().is_complex() && !dtype.is_complex() {
+            return runtime(format!(
+                "linalg.vector_norm: dtype should be complex for complex inputs, but got {}",
+                torch_name(dtype)
+            ));
+        }
         let x = ctx.b.convert(&x, dtype);
         let all: Vec<i64> = (0..x.rank() as i64).collect();
-        let r = norm_of(&mut ctx.b, &x, ord, &all)?;
-        out.push(Some(ctx.b.convert(&r, dtype)));
+        out.push(Some(norm_of(&mut ctx.b, &x, ord, &all, false)?));
     }
     Ok(out)
 }
@@ -425,7 +425,7 @@ fn names(base: &str, overloads: &[&str]) -> Vec<&'static str> {
 }
 
 /// Registers the family. Complex items follow the single-tensor ops (maximum, minimum,
-/// the rounding ops, sign and norm refuse them, as CPU's kernels do or tpurs does not yet).
+/// the rounding ops and sign refuse them, as CPU's kernels do).
 pub(crate) fn register(reg: &mut Registry) {
     const ALL: &[&str] = &["Scalar", "List", "ScalarList", "Tensor"];
     const THREE: &[&str] = &["Scalar", "List", "ScalarList"];
@@ -455,16 +455,24 @@ pub(crate) fn register(reg: &mut Registry) {
         foreach(c, &[0, 1], &[], true, div_k)
     })
     .complex();
-    reg.ops(&names("maximum", THREE), |c| {
+    reg.ops(&names("maximum", NUMBERS), |c| bounded(c, max_k))
+        .complex();
+    reg.ops(&names("maximum", &["List"]), |c| {
         foreach(c, &[0, 1], &[], false, max_k)
     });
-    reg.ops(&names("clamp_min", THREE), |c| {
+    reg.ops(&names("clamp_min", NUMBERS), |c| bounded(c, max_k))
+        .complex();
+    reg.ops(&names("clamp_min", &["List"]), |c| {
         foreach(c, &[0, 1], &[], false, max_k)
     });
-    reg.ops(&names("minimum", THREE), |c| {
+    reg.ops(&names("minimum", NUMBERS), |c| bounded(c, min_k))
+        .complex();
+    reg.ops(&names("minimum", &["List"]), |c| {
         foreach(c, &[0, 1], &[], false, min_k)
     });
-    reg.ops(&names("clamp_max", THREE), |c| {
+    reg.ops(&names("clamp_max", NUMBERS), |c| bounded(c, min_k))
+        .complex();
+    reg.ops(&names("clamp_max", &["List"]), |c| {
         foreach(c, &[0, 1], &[], false, min_k)
     });
     reg.ops(&names("pow", NUMBERS), |c| {
@@ -517,5 +525,6 @@ pub(crate) fn register(reg: &mut Registry) {
         .complex();
     reg.ops(&names("copy", &[""]), copy).any_cast().complex();
     reg.ops(&["_foreach_norm.Scalar", "_foreach_norm.Scalar_out"], norm)
-        .bake_scalars();
+        .bake_scalars()
+        .complex();
 }

@@ -61,6 +61,7 @@ mod matmul;
 mod matrix_exp;
 mod modified_bessel;
 mod nn;
+mod norms;
 mod pad;
 mod polar;
 mod polynomials;
@@ -115,6 +116,7 @@ pub(crate) fn register_all(reg: &mut Registry) {
     distance::register(reg);
     batch_norm::register(reg);
     reduce::register(reg);
+    norms::register(reg);
     running::register(reg);
     search::register(reg);
     histogram::register(reg);

@@ -13,8 +13,8 @@ use crate::table::Registry;
 
 use super::complex::{conjugate, div_of, exp_of};
 use super::erfc::erf_of;
-use super::foreach::norm_of;
 use super::index::wrap_negative;
+use super::norms::norm_of;
 use super::unpool::scatter_into_planes;
 use crate::checks::CheckKind;
 
@@ -598,7 +598,7 @@ fn embedding_renorm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let zero = b.full_like(&named, Literal::Int(0));
     let named = b.compare(CompareDir::Ne, &named, &zero)?;
     let x = widen(b, &w);
-    let norm = norm_of(b, &x, ord, &[1])?;
+    let norm = norm_of(b, &x, ord, &[1], false)?;
     let limit = full(b, &norm, max_norm);
     let over = b.compare(CompareDir::Gt, &norm, &limit)?;
     let over = b.and(&over, &named)?;

@@ -1,4 +1,5 @@
-//! Shape ops that move data without arithmetic: `cat`, `flip`, `roll`, `repeat`, `tril` /
+//! Shape ops that move data without arithmetic: `cat`, `flip`, `roll`, `repeat`,
+//! `pixel_shuffle` / `pixel_unshuffle`, `channel_shuffle`, `tril` /
 //! `triu`, `constant_pad_nd`, the `*_scatter` ops that write a view into a copy of a tensor
 //! (`slice_scatter`, `select_scatter`, `diagonal_scatter`, `as_strided_scatter`) and the
 //! view backward ops built on them (`slice_backward`, `select_backward`,
@@ -552,9 +553,117 @@ fn unfold_backward(ctx: &mut Ctx) -> Result<Vec<Out>> {
 }
 
 /// Registers the shape family.
+/// Moves dims through a reshape to `split`, a permutation and a reshape to `out`.
+fn regroup(b: &mut Builder, x: &Value, split: &[i64], perm: &[i64], out: &[i64]) -> Result<Value> {
+    let v = b.reshape(x, split)?;
+    let v = b.transpose(&v, perm)?;
+    Ok(b.reshape(&v, out)?)
+}
+
+/// `pixel_shuffle(self, upscale_factor)` and `pixel_unshuffle(self, downscale_factor)`:
+/// `[*, C r^2, H, W]` and `[*, C, H r, W r]` into each other.
+fn pixel_shuffle(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let unshuffle = ctx.name.starts_with("pixel_unshuffle");
+    let (op, what) = if unshuffle {
+        ("pixel_unshuffle", "downscale_factor")
+    } else {
+        ("pixel_shuffle", "upscale_factor")
+    };
+    let shape = ctx.ty(0)?.shape;
+    let r = ctx.int(1)?;
+    let rank = shape.len();
+    if rank < 3 {
+        return runtime(format!("{op} expects input to have at least 3 dimensions, but got input with {rank} dimension(s)"));
+    }
+    if r <= 0 {
+        return runtime(format!("{op} expects a positive {what}, but got {r}"));
+    }
+    let (batch, [c, h, w]) = (
+        &shape[..rank - 3],
+        [shape[rank - 3], shape[rank - 2], shape[rank - 1]],
+    );
+    let with = |dims: &[i64]| [batch, dims].concat();
+    let lead: Vec<i64> = (0..batch.len() as i64).collect();
+    let perm = |tail: [i64; 5]| {
+        [
+            lead.clone(),
+            tail.iter().map(|d| d + lead.len() as i64).collect(),
+        ]
+        .concat()
+    };
+    let x = ctx.tensor(0)?;
+    let b = &mut ctx.b;
+    if unshuffle {
+        for (name, n) in [("height", h), ("width", w)] {
+            let at = if name == "height" { -2 } else { -1 };
+            if n % r != 0 {
+                return runtime(format!("pixel_unshuffle expects {name} to be divisible by downscale_factor, but input.size({at})={n} is not divisible by {r}"));
+            }
+        }
+        let split = with(&[c, h / r, r, w / r, r]);
+        return one(regroup(
+            b,
+            &x,
+            &split,
+            &perm([0, 2, 4, 1, 3]),
+            &with(&[c * r * r, h / r, w / r]),
+        )?);
+    }
+    if c % (r * r) != 0 {
+        return runtime(format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r));
+    }
+    let split = with(&[c / (r * r), r, r, h, w]);
+    one(regroup(
+        b,
+        &x,
+        &split,
+        &perm([0, 3, 1, 4, 2]),
+        &with(&[c / (r * r), h * r, w * r]),
+    )?)
+}
+
+/// `channel_shuffle(self, groups)`: channels `[g, C / g]` read as `[C / g, g]`.
+fn channel_shuffle(ctx: &mut Ctx) -> Result<Vec<Out>> {
+    let shape = ctx.ty(0)?.shape;
+    let g = ctx.int(1)?;
+    if shape.len() <= 2 {
+        return runtime(format!(
+            "channel_shuffle expects input with > 2 dims, but got input with sizes {shape:?}"
+        ));
+    }
+    if g <= 0 {
+        return runtime(format!(
+            "Number of groups to divide channels in must be positive. Value of groups:{g}"
+        ));
+    }
+    let c = shape[1];
+    if c % g != 0 {
+        return runtime(format!(
+            "Number of channels must be divisible by groups. Got {c} channels and {g} groups."
+        ));
+    }
+    let split = [&[shape[0], g, c / g], &shape[2..]].concat();
+    let mut perm: Vec<i64> = (0..split.len() as i64).collect();
+    perm.swap(1, 2);
+    let x = ctx.tensor(0)?;
+    one(regroup(&mut ctx.b, &x, &split, &perm, &shape)?)
+}
+
 pub(crate) fn register(reg: &mut Registry) {
     // Data movement: the lowerings never look at values, so complex tensors take them too.
     reg.ops(&["cat", "cat.out"], cat).complex();
+    reg.ops(
+        &[
+            "pixel_shuffle",
+            "pixel_shuffle.out",
+            "pixel_unshuffle",
+            "pixel_unshuffle.out",
+        ],
+        pixel_shuffle,
+    )
+    .complex();
+    reg.ops(&["channel_shuffle", "channel_shuffle.out"], channel_shuffle)
+        .complex();
     reg.ops(&["flip", "flip.out"], flip).complex();
     reg.ops(&["roll", "roll.out"], roll).complex();
     reg.ops(&["repeat", "repeat.out"], repeat).complex();

@@ -9,6 +9,7 @@ use tpurs_hlo::{Builder, CompareDir, DType, Literal, TensorType, Value};
 
 use super::index::{combine_add, select_rows, slices_along};
 use super::one;
+use super::upsample_aa::resize_u8;
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
@@ -293,6 +294,22 @@ fn upsample(ctx: &mut Ctx) -> Result<Vec<Out>> {
         return runtime(format!("{}: expected {} sizes", ctx.name, l.spatial));
     }
     let dtype = x.dtype();
+    // Bilinear resizing of uint8 images has CPU's own integer kernel.
+    if let (DType::U8, 2, Mode::Linear { align_corners }, false) =
+        (dtype, l.spatial, l.mode, l.backward)
+    {
+        let scales = [ctx.opt_float(first_scale)?, ctx.opt_float(first_scale + 1)?];
+        let v = resize_u8(
+            &mut ctx.b,
+            &x,
+            &out_size,
+            align_corners,
+            scales,
+            false,
+            false,
+        )?;
+        return one(v);
+    }
     if linear && !dtype.is_float() {
         return Err(Error::NotImplemented(format!(
             "\"{}\" not implemented for '{}'",

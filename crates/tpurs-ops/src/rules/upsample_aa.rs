@@ -7,8 +7,12 @@
 //! kernel rounds, and embedded as constants. The forward sums the taps in CPU's order,
 //! width pass then height pass (a dim whose size does not change is skipped, as on CPU);
 //! the backward is `M^T g` per dim.
+//!
+//! uint8 images (antialiased or not, and plain bilinear) follow CPU's integer kernel
+//! instead: float64 windows rounded to int16 fixed-point weights, each pass summed in int32,
+//! rounded, shifted and clamped to 0..=255 before the next, so results are CPU's bit for bit.
 
-use tpurs_hlo::{Builder, DType, Literal, Value};
+use tpurs_hlo::{Builder, DType, Literal, TensorType, Value};
 
 use super::index::select_rows;
 use super::one;
@@ -58,14 +62,17 @@ fn filter(x: f64, cubic: bool, single: bool) -> f64 {
     }
 }
 
-/// ATen's `area_pixel_compute_scale` and `_compute_index_ranges_weights` (antialias), in the
-/// kernel's `scalar_t` (float32 when `single`), rounded wherever C++ stores one.
+/// ATen's `area_pixel_compute_scale` and `_compute_index_ranges_weights`, in the kernel's
+/// `scalar_t` (float32 when `single`), rounded wherever C++ stores one. Without `antialias`
+/// (uint8 only) the filter keeps its width when downsampling and aligned corners shift the
+/// window by half a pixel.
 fn window(
     (input, output): (i64, i64),
     align_corners: bool,
     scale: Option<f64>,
     cubic: bool,
     single: bool,
+    antialias: bool,
 ) -> Window {
     let rnd = |v: f64| if single { v as f32 as f64 } else { v };
     let scale = if align_corners {
@@ -81,13 +88,23 @@ fn window(
         }
     };
     let half_size = if cubic { 2.0 } else { 1.0 };
-    let support = if scale >= 1.0 {
+    let stretch = antialias && scale >= 1.0;
+    let support = if stretch {
         rnd(half_size * scale)
     } else {
         half_size
     };
-    let k = support.ceil() as usize * 2 + 1;
-    let invscale = if scale >= 1.0 { rnd(1.0 / scale) } else { 1.0 };
+    let k = if antialias {
+        support.ceil() as usize * 2 + 1
+    } else {
+        2 * half_size as usize
+    };
+    let invscale = if stretch { rnd(1.0 / scale) } else { 1.0 };
+    let delta = if align_corners && !antialias {
+        0.5
+    } else {
+        0.0
+    };
     let mut w = Window {
         xmin: Vec::new(),
         xsize: Vec::new(),
@@ -95,13 +112,14 @@ fn window(
         k,
     };
     for i in 0..output {
-        let center = rnd(scale * (i as f64 + 0.5));
-        let xmin = ((rnd(center - support) + 0.5) as i64).max(0);
-        let xsize = (((rnd(center + support) + 0.5) as i64).min(input) - xmin).clamp(0, k as i64);
+        let center = rnd(scale * (i as f64 + 0.5 - delta));
+        let xmin = ((rnd(center - support) + 0.5 + delta) as i64).max(0);
+        let xsize =
+            (((rnd(center + support) + 0.5 + delta) as i64).min(input) - xmin).clamp(0, k as i64);
         let mut ws = vec![0.0; k];
         let mut total = 0.0;
         for (j, wj) in ws.iter_mut().enumerate().take(xsize as usize) {
-            let at = (rnd(rnd((j as i64 + xmin) as f64) - center) + 0.5) * invscale;
+            let at = (rnd(rnd((j as i64 + xmin) as f64) - center) + 0.5 - delta) * invscale;
             *wj = filter(at, cubic, single);
             total = rnd(total + *wj);
         }
@@ -168,6 +186,75 @@ fn resample(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
     Ok(acc.expect("at least one tap"))
 }
 
+/// A window's float64 weights as CPU's int16 fixed-point numbers, and their fraction bits:
+/// as many as keep twice the largest weight below 2^15.
+fn fixed_point(w: &Window) -> (Vec<i64>, u32) {
+    let largest = w.weights.iter().copied().fold(0.0, f64::max);
+    let bits = (0..22)
+        .find(|&p| (0.5 + largest * f64::from(1u32 << (p + 1))) as i32 >= 1 << 15)
+        .unwrap_or(22);
+    let scaled = w.weights.iter().map(|&x| {
+        let v = x * f64::from(1u32 << bits);
+        i64::from((if v < 0.0 { -0.5 + v } else { 0.5 + v }) as i32 as i16)
+    });
+    (scaled.collect(), bits)
+}
+
+/// One integer pass along dim `d` of an int32 image of bytes: `sum_j x[xmin + j] * w_j` from
+/// half a unit, shifted down and clamped to a byte, as CPU's uint8 kernel rounds.
+fn resample_fixed(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
+    let input = x.shape()[d];
+    let (weights, bits) = fixed_point(w);
+    let outputs = w.xmin.len();
+    let mut out_shape = x.shape().to_vec();
+    out_shape[d] = outputs as i64;
+    let half = TensorType::new(DType::I32, out_shape.clone());
+    let mut acc = b.splat(Literal::Int(1 << (bits - 1)), &half);
+    for j in 0..w.k {
+        let idx: Vec<Literal> = w
+            .xmin
+            .iter()
+            .map(|&m| Literal::Int((m + j as i64).min(input - 1)))
+            .collect();
+        let idx = b.vector(&idx, DType::I64);
+        let wt: Vec<Literal> = (0..outputs)
+            .map(|o| Literal::Int(weights[o * w.k + j]))
+            .collect();
+        let wt = b.vector(&wt, DType::I32);
+        let rows = select_rows(b, x, d, &idx)?;
+        let wt = b.broadcast_in_dim(&wt, rows.shape(), &[d as i64])?;
+        let t = b.mul(&rows, &wt)?;
+        acc = b.add(&acc, &t)?;
+    }
+    let shift = b.splat(Literal::Int(i64::from(bits)), &half);
+    let v = b.shift_right_arithmetic(&acc, &shift)?;
+    let lo = b.constant(Literal::Int(0), DType::I32);
+    let hi = b.constant(Literal::Int(255), DType::I32);
+    Ok(b.clamp(&lo, &v, &hi))
+}
+
+/// CPU's uint8 bilinear or bicubic resize of an NCHW image to `out_size`: width pass, then
+/// height pass, each skipped when its size does not change.
+pub(super) fn resize_u8(
+    b: &mut Builder,
+    x: &Value,
+    out_size: &[i64],
+    align_corners: bool,
+    scales: [Option<f64>; 2],
+    cubic: bool,
+    antialias: bool,
+) -> Result<Value> {
+    let mut v = b.convert(x, DType::I32);
+    for d in [3, 2] {
+        let sizes = (x.shape()[d], out_size[d - 2]);
+        if sizes.0 != sizes.1 {
+            let w = window(sizes, align_corners, scales[d - 2], cubic, false, antialias);
+            v = resample_fixed(b, &v, &w, d)?;
+        }
+    }
+    Ok(b.convert(&v, DType::U8))
+}
+
 /// `_upsample_{bilinear,bicubic}2d_aa(self, output_size, align_corners, scales_h,
 /// scales_w)` and their backwards `(grad_output, output_size, input_size, align_corners,
 /// scales_h, scales_w)`.
@@ -201,10 +288,19 @@ fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let single = match ty.dtype {
         DType::F32 => true,
         DType::F64 => false,
-        DType::U8 => {
-            return Err(Error::Uncovered(
-                "upsample with antialias: uint8 images (CPU's int16 weights)".into(),
-            ))
+        DType::U8 if !backward => {
+            let align_corners = ctx.bool_or(first, false)?;
+            let scales = [ctx.opt_float(first + 1)?, ctx.opt_float(first + 2)?];
+            let x = ctx.tensor(0)?;
+            return one(resize_u8(
+                &mut ctx.b,
+                &x,
+                &out_size,
+                align_corners,
+                scales,
+                cubic,
+                true,
+            )?);
         }
         d => {
             return Err(Error::NotImplemented(format!(
@@ -219,7 +315,7 @@ fn upsample_aa(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let b = &mut ctx.b;
     let win = |d: usize| {
         let sizes = (in_size[d], out_size[d - 2]);
-        window(sizes, align_corners, scales[d - 2], cubic, single)
+        window(sizes, align_corners, scales[d - 2], cubic, single, true)
     };
     if backward {
         if ty.shape[2..] != out_size[..] || ty.shape[..2] != in_size[..2] {

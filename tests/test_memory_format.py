@@ -114,6 +114,42 @@ def test_more_nn_ops_keep_channels_last(name):
         same_layout(fn, torch.randn(shape).contiguous(memory_format=fmt))
 
 
+INDEXED_WRITES = {
+    "scatter_": lambda x, i: x.scatter_(0, i, 1.0),
+    "scatter_add_": lambda x, i: x.scatter_add_(0, i, torch.ones(3, device=x.device)),
+    "index_copy_": lambda x, i: x.index_copy_(0, i, torch.ones(3, device=x.device)),
+    "index_add_": lambda x, i: x.index_add_(0, i, torch.ones(3, device=x.device)),
+    "index_reduce_": lambda x, i: x.index_reduce_(0, i, torch.ones(3, device=x.device), "prod"),
+    "put_": lambda x, i: x.put_(i, torch.ones(3, device=x.device)),
+    "masked_scatter_": lambda x, i: x.masked_scatter_(x > 2, torch.ones(6, device=x.device)),
+}
+# CPU only warns for these ("deprecated") and writes the selected positions; a whole-view
+# write-back into repeated elements would undo them, so tpu refuses.
+WARNED_ON_CPU = {
+    "index_fill_": lambda x, i: x.index_fill_(0, i, 1.0),
+    "index_put_": lambda x, i: x.index_put_((i,), torch.tensor(1.0, device=x.device)),
+    "masked_fill_": lambda x, i: x.masked_fill_(x > 2, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXED_WRITES) + sorted(WARNED_ON_CPU))
+def test_indexed_writes_into_repeated_elements_raise(name):
+    op = INDEXED_WRITES.get(name) or WARNED_ON_CPU[name]
+    devices = ("tpu",) if name in WARNED_ON_CPU else ("cpu", "tpu")
+    for device in devices:
+        x = torch.zeros(1, device=device).expand(6)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            op(x, torch.tensor([2, 1, 0], device=device))
+
+
+def test_index_fill_refuses_its_own_index_as_cpu():
+    for device in ("cpu", "tpu"):
+        i = torch.tensor([2, 1, 0], device=device)
+        with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+            i.index_fill_(0, i, 0)
+        assert i.cpu().tolist() == [2, 1, 0]
+
+
 def test_writes_into_repeated_elements_raise_like_cpu():
     ops = {
         "add_": lambda x: x.add_(1),

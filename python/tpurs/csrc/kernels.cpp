@@ -42,6 +42,7 @@ struct OpDesc {
   Layout layout = Layout::Dense;
   int32_t memory_format_arg = -1;
   bool no_internal_overlap = false;  // written tensors may not repeat an element (CPU's check)
+  bool no_full_overlap = false;      // nor share any element with an input
   bool warns_byte_indices = false;    // _index_put_impl_: CPU warns for uint8 masks
   bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
   bool warns_degrees_of_freedom = false;  // var / std (and _mean): correction >= reduced count
@@ -49,11 +50,29 @@ struct OpDesc {
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
-// TensorIterator kernels do; `fill_` and `zero_` do not check there.
+// TensorIterator kernels do; `fill_` and `zero_` do not check there. The indexing ops write
+// only some positions, which a whole-view write-back into repeated elements (`expand`) would
+// undo: CPU refuses most of them, and only warns for index_fill_, index_put_ and
+// masked_fill_ ("deprecated"), which tpu refuses too rather than return stale values.
 bool checks_internal_overlap(const std::string& name) {
-  static const char* names[] = {"aten::uniform_",     "aten::normal_",      "aten::random_",
-                                "aten::bernoulli_",   "aten::exponential_", "aten::cauchy_",
-                                "aten::log_normal_",  "aten::geometric_",   "tpurs::copy_"};
+  static const char* names[] = {
+      "aten::uniform_",      "aten::normal_",        "aten::random_",         "aten::bernoulli_",
+      "aten::exponential_",  "aten::cauchy_",        "aten::log_normal_",     "aten::geometric_",
+      "tpurs::copy_",        "aten::index_fill_",    "aten::index_put_",      "aten::_index_put_impl_",
+      "aten::masked_fill_",  "aten::masked_scatter_", "aten::scatter_",       "aten::scatter_add_",
+      "aten::scatter_reduce_", "aten::index_copy_",  "aten::index_add_",      "aten::index_reduce_",
+      "aten::put_"};
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
+}
+
+// Indexing ops that refuse an input sharing any memory with the written tensor (CPU's
+// assert_no_overlap), not only a partial overlap: `i.index_fill_(0, i, 0)` reads the index
+// it writes.
+bool checks_full_overlap(const std::string& name) {
+  static const char* names[] = {"aten::index_fill_", "aten::index_fill", "aten::index_add_",  "aten::index_add",
+                                "aten::index_copy_", "aten::index_copy", "aten::scatter_",    "aten::scatter",
+                                "aten::scatter_add_", "aten::scatter_add", "aten::put_",      "aten::index_put_",
+                                "aten::_index_put_impl_", "aten::gather", "aten::index_select", "aten::take"};
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
 }
 
@@ -123,6 +142,7 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   if (pointwise) d.layout = Layout::FollowInput;
   const bool fills = schema.name() == "aten::fill_" || schema.name() == "aten::zero_";
   d.no_internal_overlap = (pointwise && !fills) || checks_internal_overlap(schema.name());
+  d.no_full_overlap = checks_full_overlap(schema.name());
   if (follows_input_layout(schema.name())) d.layout = Layout::FollowRank;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].name() == "memory_format") {
@@ -490,7 +510,12 @@ void check_overlaps(const OpDesc& d, c10::ArrayRef<c10::IValue> args) {
     for (size_t i = 0; i < args.size(); ++i) {
       if (static_cast<int32_t>(i) == ai || !args[i].isTensor()) continue;
       const at::Tensor& input = args[i].toTensor();
-      if (input.defined() && input.is_privateuseone()) at::assert_no_partial_overlap(written, input);
+      if (!input.defined() || !input.is_privateuseone()) continue;
+      if (d.no_full_overlap) {
+        at::assert_no_overlap(written, input);
+      } else {
+        at::assert_no_partial_overlap(written, input);
+      }
     }
   }
 }

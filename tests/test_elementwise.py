@@ -391,6 +391,7 @@ COMPLEX_CLAMPS = {
     "foreach maximum_ promotes before complex": lambda t: torch._foreach_maximum_([t["b"], t["b"]], [1, 1j]),
     "foreach maximum_ complex before promotion": lambda t: torch._foreach_maximum_([t["b"], t["b"]], [1j, 1]),
     "foreach minimum list length first": lambda t: torch._foreach_minimum([t["c"]], [1, 2]),
+    "foreach minimum empty number list": lambda t: torch._foreach_minimum([t["f"]], []),
 }
 
 

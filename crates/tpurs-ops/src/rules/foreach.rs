@@ -52,7 +52,8 @@ fn num_items(ctx: &Ctx) -> Result<usize> {
 fn check_len(ctx: &Ctx, i: usize, n: usize) -> Result<()> {
     match ctx.arg(i) {
         Arg::List(items) if items.len() != n => {
-            let scalars = matches!(items.first(), Some(Arg::Scalar(_)));
+            let scalars = ctx.overload().starts_with("ScalarList")
+                || matches!(items.first(), Some(Arg::Scalar(_)));
             runtime(if scalars {
                 "Tensor list must have same number of elements as scalar list.".to_string()
             } else {

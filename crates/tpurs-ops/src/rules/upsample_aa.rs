@@ -192,7 +192,8 @@ fn fixed_point(w: &Window) -> (Vec<i64>, u32) {
     let largest = w.weights.iter().copied().fold(0.0, f64::max);
     let bits = (0..22)
         .find(|&p| (0.5 + largest * f64::from(1u32 << (p + 1))) as i32 >= 1 << 15)
-        .unwrap_or(22);
+        .unwrap_or(22)
+        .max(1);
     let scaled = w.weights.iter().map(|&x| {
         let v = x * f64::from(1u32 << bits);
         i64::from((if v < 0.0 { -0.5 + v } else { 0.5 + v }) as i32 as i16)

@@ -407,6 +407,17 @@ def test_untyped_storage_resize_keeps_bytes_and_frees():
     assert torch.equal(refilled.cpu(), torch.full((4,), 2.0))
 
 
+def test_byte_slices_of_a_storage_are_refused():
+    # torch slices an UntypedStorage by offsetting its data pointer; a tpu storage pointer is
+    # a runtime handle, so the slice is refused rather than read as one.
+    t = torch.tensor([True, False, True, True], device="tpu")
+    storage = t.untyped_storage()
+    assert [storage[i] for i in range(4)] == [1, 0, 1, 1]
+    with pytest.raises(NotImplementedError, match="byte slice"):
+        storage[1:2][0]
+    assert t.cpu().tolist() == [True, False, True, True]
+
+
 def test_set_without_strides_is_contiguous():
     src = torch.arange(12.0, device="tpu")
     view = torch.empty(0, device="tpu").set_(src.untyped_storage(), 2, (2, 3))

@@ -323,7 +323,16 @@ TpursArg tensor_arg(const at::Tensor& t) {
   a.sizes = t.sizes().data();
   a.strides = t.strides().data();
   a.offset = t.storage_offset();
-  a.storage = t.storage().data_ptr().get();
+  // Every tpu storage is a runtime storage handed out with one of our deleters; a storage
+  // torch carved out of one (`UntypedStorage[a:b]` offsets the pointer) is not, and reading
+  // it as one would read arbitrary memory.
+  const c10::DataPtr& data = t.storage().data_ptr();
+  const auto deleter = data.get_deleter();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      data.get() == nullptr || deleter == &free_storage || deleter == g_api->storage_free,
+      "tpurs: this tpu storage is a byte slice of another (UntypedStorage[start:end]), which tpurs does not "
+      "support; slice the tensor instead");
+  a.storage = data.get();
   return a;
 }
 

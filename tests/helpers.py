@@ -16,8 +16,9 @@ DEVICE = "tpu"
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh Python process with `env` added to the environment."""
-    e = dict(os.environ, **env)
+    """Runs `code` in a fresh Python process with `env` added to the environment (a value of
+    None removes that variable)."""
+    e = {k: v for k, v in dict(os.environ, **env).items() if v is not None}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
 
 

@@ -310,17 +310,27 @@ def test_fallback_error_mode_names_the_op():
 
 
 def test_fallback_runs_on_cpu_with_one_warning_and_counter():
-    # linalg.ldl_factor has no tpu lowering (change the op when it gets one): it must run on
-    # the CPU, counted.
-    a = torch.rand(3, 3)
-    x = a @ a.T + torch.eye(3)
-    before = sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ldl_factor" in k)
-    r = torch.linalg.ldl_factor(x)
-    d = torch.linalg.ldl_factor(x.to("tpu"))
-    assert d.LD.device.type == "tpu"
-    torch.testing.assert_close(d.LD.cpu(), r.LD)
-    torch.testing.assert_close(d.pivots.cpu(), r.pivots)
-    assert sum(v for k, v in torch.tpu.metrics()["fallbacks"].items() if "ldl_factor" in k) > before
+    # linalg.ldl_factor has no tpu lowering (change the op when it gets one): without
+    # TPURS_FALLBACK=error (which the test suite sets) it runs on the CPU, warned once and
+    # counted.
+    code = (
+        "import warnings, torch, tpurs\n"
+        "a = torch.rand(3, 3)\n"
+        "x = a @ a.T + torch.eye(3)\n"
+        "r = torch.linalg.ldl_factor(x)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    d = torch.linalg.ldl_factor(x.to('tpu'))\n"
+        "    torch.linalg.ldl_factor(x.to('tpu'))\n"
+        "assert d.LD.device.type == 'tpu'\n"
+        "torch.testing.assert_close(d.LD.cpu(), r.LD)\n"
+        "torch.testing.assert_close(d.pivots.cpu(), r.pivots)\n"
+        "print('warnings', sum('has no tpu lowering' in str(m.message) for m in w))\n"
+        "print('count', sum(v for k, v in torch.tpu.metrics()['fallbacks'].items() if 'ldl_factor' in k))\n"
+    )
+    r = run_python(code, TPURS_FALLBACK=None)
+    assert r.returncode == 0, r.stderr
+    assert "warnings 1" in r.stdout and "count 2" in r.stdout, r.stdout
 
 
 def test_missing_plugin_leaves_torch_working_and_says_why():

@@ -275,6 +275,27 @@ def test_masked_scatter(dtype):
         check(lambda t, k, s: t.detach().clone().masked_scatter_(k, s), x, m, sample((20,), dtype), **tol(dtype))
 
 
+def test_masked_scatter_with_too_few_source_elements_raises_as_cpu():
+    # The count of true positions is known only on the device: the error comes at the next
+    # host read, as CUDA raises it; nothing wrong is read back.
+    mask = torch.tensor([0, 0, 0, 0, 1, 0, 1, 0, 1, 0], dtype=torch.bool)
+    for source in (torch.zeros(2), torch.zeros(0)):
+        for device in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError, match="Number of elements of source < number of ones in mask"):
+                dest = torch.arange(1.0, 11.0, device=device)
+                dest.masked_scatter_(mask.to(device), source.to(device))
+                dest.cpu()
+    # Empty selections need no source.
+    with no_fallback():
+        check(
+            lambda t, k, s: t.masked_scatter(k, s),
+            torch.ones(5, 0, 5),
+            torch.ones(5, 1, 5, dtype=torch.bool),
+            torch.empty(0),
+        )
+        check(lambda t, k, s: t.masked_scatter(k, s), torch.ones(4), torch.zeros(4, dtype=torch.bool), torch.empty(0))
+
+
 def test_training_style_indexing():
     """Embedding-like lookup and a cross-entropy-like pick with their gradients."""
     w = torch.randn(10, 4, requires_grad=True)

@@ -623,12 +623,22 @@ fn masked_scatter(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let m = ctx.b.broadcast_to(&m, &shape)?;
     let n = st.numel();
     let numel: i64 = shape.iter().product();
-    if n == 0 || numel == 0 {
+    if numel == 0 {
+        return one(x);
+    }
+    let ranks = mask_ranks(&mut ctx.b, &m)?;
+    // The last rank is the count of true positions less one: it must name a source element.
+    let last = ctx.b.slice_dim(&ranks, 0, numel - 1, numel, 1)?;
+    let limit = splat_i64(&mut ctx.b, n, &[1]);
+    let enough = ctx.b.compare(CompareDir::Lt, &last, &limit)?;
+    let enough = ctx.b.reshape(&enough, &[])?;
+    let msg = "Number of elements of source < number of ones in mask";
+    ctx.check_that(&enough, CheckKind::Runtime, msg)?;
+    if n == 0 {
         return one(x);
     }
     let s = ctx.tensor(2)?;
     let s = ctx.b.reshape(&s, &[n])?;
-    let ranks = mask_ranks(&mut ctx.b, &m)?;
     let lo = splat_i64(&mut ctx.b, 0, &[numel]);
     let hi = splat_i64(&mut ctx.b, n - 1, &[numel]);
     let ranks = ctx.b.clamp(&lo, &ranks, &hi);

@@ -296,6 +296,18 @@ def test_masked_scatter_with_too_few_source_elements_raises_as_cpu():
         check(lambda t, k, s: t.masked_scatter(k, s), torch.ones(4), torch.zeros(4, dtype=torch.bool), torch.empty(0))
 
 
+def test_masked_select_out():
+    src = torch.arange(10, dtype=torch.int32)
+    mask = torch.arange(10) % 3 == 0
+    with no_fallback():
+        out = torch.empty(0, dtype=torch.int32, device="tpu")
+        torch.masked_select(src.to("tpu"), mask.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), torch.masked_select(src, mask))
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="self and result must have the same scalar type"):
+            torch.masked_select(src.to(device), mask.to(device), out=torch.empty(0, device=device))
+
+
 def test_training_style_indexing():
     """Embedding-like lookup and a cross-entropy-like pick with their gradients."""
     w = torch.randn(10, 4, requires_grad=True)

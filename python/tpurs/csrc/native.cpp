@@ -254,6 +254,17 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return values.index_select(0, where);
 }
 
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
+  const at::Tensor values = tpurs::masked_select(self, mask);
+  at::native::resize_output(out, values.sizes());
+  return out.copy_(values);
+}
+
 // `param.data = tpu_tensor` (what `Module.to("tpu")` does) is allowed between dense CPU and
 // tpu tensors, as between CPU and CUDA: without it `Module._apply` makes new Parameters,
 // which unties tied weights (embeddings and LM heads) and detaches them from optimizers.
@@ -281,6 +292,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", &tpurs::nonzero);
   m.impl("nonzero.out", &tpurs::nonzero_out);
   m.impl("masked_select", &tpurs::masked_select);
+  m.impl("masked_select.out", &tpurs::masked_select_out);
   m.impl("equal", &tpurs::equal);
   m.impl("_has_compatible_shallow_copy_type", &tpurs::has_compatible_shallow_copy_type);
   m.impl("view", &at::native::view);

@@ -428,6 +428,16 @@ def test_byte_slices_of_a_storage_are_refused():
     assert t.cpu().tolist() == [True, False, True, True]
 
 
+def test_lazy_clone_is_an_independent_copy():
+    # torch's copy-on-write clone materializes on a write through a raw data pointer, which
+    # tpu kernels never take; tpu's `_lazy_clone` copies at once.
+    for base in (torch.arange(6.0), torch.arange(12.0).reshape(3, 4)[1:, ::2]):
+        a = base.to("tpu")
+        b = torch._lazy_clone(a)
+        b.add_(1)
+        assert torch.equal(a.cpu(), base) and torch.equal(b.cpu(), base + 1)
+
+
 def test_set_without_strides_is_contiguous():
     src = torch.arange(12.0, device="tpu")
     view = torch.empty(0, device="tpu").set_(src.untyped_storage(), 2, (2, 3))

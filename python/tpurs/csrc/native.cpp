@@ -254,6 +254,11 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return values.index_select(0, where);
 }
 
+// `_lazy_clone` shares the storage copy-on-write and relies on a write materializing it
+// through the storage's raw data pointer, which tpu kernels never take: a write through the
+// clone changed the original. A real clone has the same meaning.
+at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
+
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
@@ -293,6 +298,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero.out", &tpurs::nonzero_out);
   m.impl("masked_select", &tpurs::masked_select);
   m.impl("masked_select.out", &tpurs::masked_select_out);
+  m.impl("_lazy_clone", &tpurs::lazy_clone);
   m.impl("equal", &tpurs::equal);
   m.impl("_has_compatible_shallow_copy_type", &tpurs::has_compatible_shallow_copy_type);
   m.impl("view", &at::native::view);

@@ -11,7 +11,7 @@ use super::complex::div_of;
 use super::division::trunc_of;
 use super::elementwise::{check_number_clamp, frac_of, in_float_opmath, power, value, UnaryFn};
 use super::factory::{addc_check, addc_of, lerp_of};
-use super::norms::norm_of;
+use super::norms::{check_norm_dtypes, norm_of};
 use super::{broadcast_all, complex_math, float_dtype};
 use crate::ctx::{Ctx, Out};
 use crate::dtype::{cast, result_type, torch_name, Participation};
@@ -387,19 +387,8 @@ fn norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
     let xs = ctx.tensors(0)?;
     let mut out = Vec::with_capacity(n);
     for x in xs {
-        if !x.dtype().is_float() && !x.dtype().is_complex() {
-            return Err(Error::NotImplemented(format!(
-                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
-                torch_name(x.dtype())
-            )));
-        }
         let dtype = want.unwrap_or(x.dtype());
-        if x.dtype().is_complex() && !dtype.is_complex() {
-            return runtime(format!(
-                "linalg.vector_norm: dtype should be complex for complex inputs, but got {}",
-                torch_name(dtype)
-            ));
-        }
+        check_norm_dtypes(x.dtype(), dtype)?;
         let x = ctx.b.convert(&x, dtype);
         let all: Vec<i64> = (0..x.rank() as i64).collect();
         out.push(Some(norm_of(&mut ctx.b, &x, ord, &all, false)?));

@@ -2,7 +2,7 @@
 //! 1, 2 or a general p), also used by `_foreach_norm` and `embedding_renorm_`. Complex
 //! values give the norm of their magnitudes; half types accumulate in f32.
 
-use tpurs_hlo::{Builder, CompareDir, Literal, Value};
+use tpurs_hlo::{Builder, CompareDir, DType, Literal, Value};
 
 use super::combine::add_c;
 use super::one;
@@ -11,6 +11,24 @@ use crate::ctx::{Arg, Ctx, Out};
 use crate::dtype::{opmath, torch_name};
 use crate::error::{runtime, Error, Result};
 use crate::table::Registry;
+
+/// `linalg.vector_norm`'s dtype checks: a float or complex input, and a complex `dtype` for a
+/// complex one.
+pub(crate) fn check_norm_dtypes(input: DType, dtype: DType) -> Result<()> {
+    if !input.is_float() && !input.is_complex() {
+        return Err(Error::NotImplemented(format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+            torch_name(input)
+        )));
+    }
+    if input.is_complex() && !dtype.is_complex() {
+        return runtime(format!(
+            "linalg.vector_norm: dtype should be complex for complex inputs, but got {}",
+            torch_name(dtype)
+        ));
+    }
+    Ok(())
+}
 
 /// `linalg_vector_norm`, the `norm` overloads and their `out=` forms (`ord` baked): inf /
 /// -inf / 0 / 1 / 2 / general p. `norm.Scalar` and `norm.ScalarOpt_dtype` reduce every dim.
@@ -32,18 +50,7 @@ fn vector_norm(ctx: &mut Ctx) -> Result<Vec<Out>> {
         Arg::Dtype(d) => *d,
         _ => ty.dtype,
     };
-    if !ty.dtype.is_float() && !ty.dtype.is_complex() {
-        return Err(Error::NotImplemented(format!(
-            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
-            torch_name(ty.dtype)
-        )));
-    }
-    if ty.dtype.is_complex() && !dtype.is_complex() {
-        return runtime(format!(
-            "linalg.vector_norm: dtype should be complex for complex inputs, but got {}",
-            torch_name(dtype)
-        ));
-    }
+    check_norm_dtypes(ty.dtype, dtype)?;
     let (dims, keepdim) = if all_dims {
         (reduce_dims(&[], ty.rank())?, false)
     } else {

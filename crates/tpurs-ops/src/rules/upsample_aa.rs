@@ -186,48 +186,43 @@ fn resample(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
     Ok(acc.expect("at least one tap"))
 }
 
-/// A window's float64 weights as CPU's int16 fixed-point numbers, and their fraction bits:
-/// as many as keep twice the largest weight below 2^15.
-fn fixed_point(w: &Window) -> (Vec<i64>, u32) {
+/// The window with its float64 weights as CPU's int16 fixed-point numbers, and their
+/// fraction bits: as many as keep twice the largest weight below 2^15.
+fn fixed_point(w: &Window) -> (Window, u32) {
     let largest = w.weights.iter().copied().fold(0.0, f64::max);
     let bits = (0..22)
         .find(|&p| (0.5 + largest * f64::from(1u32 << (p + 1))) as i32 >= 1 << 15)
         .unwrap_or(22)
         .max(1);
-    let scaled = w.weights.iter().map(|&x| {
+    let weights = w.weights.iter().map(|&x| {
         let v = x * f64::from(1u32 << bits);
-        i64::from((if v < 0.0 { -0.5 + v } else { 0.5 + v }) as i32 as i16)
+        f64::from((if v < 0.0 { -0.5 + v } else { 0.5 + v }) as i32 as i16)
     });
-    (scaled.collect(), bits)
+    let fixed = Window {
+        xmin: w.xmin.clone(),
+        xsize: w.xsize.clone(),
+        weights: weights.collect(),
+        k: w.k,
+    };
+    (fixed, bits)
 }
 
 /// One integer pass along dim `d` of an int32 image of bytes: `sum_j x[xmin + j] * w_j` from
 /// half a unit, shifted down and clamped to a byte, as CPU's uint8 kernel rounds.
 fn resample_fixed(b: &mut Builder, x: &Value, w: &Window, d: usize) -> Result<Value> {
-    let input = x.shape()[d];
-    let (weights, bits) = fixed_point(w);
-    let outputs = w.xmin.len();
+    let (w, bits) = fixed_point(w);
     let mut out_shape = x.shape().to_vec();
-    out_shape[d] = outputs as i64;
-    let half = TensorType::new(DType::I32, out_shape.clone());
-    let mut acc = b.splat(Literal::Int(1 << (bits - 1)), &half);
-    for j in 0..w.k {
-        let idx: Vec<Literal> = w
-            .xmin
-            .iter()
-            .map(|&m| Literal::Int((m + j as i64).min(input - 1)))
-            .collect();
-        let idx = b.vector(&idx, DType::I64);
-        let wt: Vec<Literal> = (0..outputs)
-            .map(|o| Literal::Int(weights[o * w.k + j]))
-            .collect();
-        let wt = b.vector(&wt, DType::I32);
-        let rows = select_rows(b, x, d, &idx)?;
-        let wt = b.broadcast_in_dim(&wt, rows.shape(), &[d as i64])?;
+    out_shape[d] = w.xmin.len() as i64;
+    let ty = TensorType::new(DType::I32, out_shape);
+    let mut acc = b.splat(Literal::Int(1 << (bits - 1)), &ty);
+    for tap in taps(b, &w, x.shape()[d], DType::I32) {
+        let rows = select_rows(b, x, d, &tap.index)?;
+        let wt = tap.weight.as_ref().expect("weighted taps");
+        let wt = b.broadcast_in_dim(wt, rows.shape(), &[d as i64])?;
         let t = b.mul(&rows, &wt)?;
         acc = b.add(&acc, &t)?;
     }
-    let shift = b.splat(Literal::Int(i64::from(bits)), &half);
+    let shift = b.splat(Literal::Int(i64::from(bits)), &ty);
     let v = b.shift_right_arithmetic(&acc, &shift)?;
     let lo = b.constant(Literal::Int(0), DType::I32);
     let hi = b.constant(Literal::Int(255), DType::I32);

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a development environment in .venv at the repo root: torch, the CPU PJRT plugin,
-# test tools (pytest, hypothesis), Transformers and accelerate (for the model and Trainer
-# tests), and tpurs itself
-# (Rust extension built with maturin, editable install).
+# test tools (pytest, pytest-xdist, hypothesis), Transformers and accelerate (for the model
+# and Trainer tests), and tpurs itself (Rust extension built with maturin, editable install).
 # The C++ bridge is compiled against the installed torch at first import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" numpy pytest "maturin>=1.5,<2" \
-  "fastatomstruct-xla-cpu==2026.6.23" "ruff==0.17.6" "safetensors>=0.4" "transformers==5.25.0" "hypothesis==6.170.27" "expecttest==0.3.0" \
+  "fastatomstruct-xla-cpu==2026.6.23" "ruff==0.17.6" "safetensors>=0.4" "transformers==5.25.0" "hypothesis==6.170.27" "expecttest==0.3.0" "pytest-xdist==3.8.0" \
   "torchvision==0.29.2" "diffusers==0.42.1" "jax==0.10.2" "accelerate==1.16.0"
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo (Rust) is required to build tpurs" >&2

@@ -26,6 +26,7 @@ import json
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import harness
@@ -128,16 +129,22 @@ def main() -> None:
         sample = int(n or args.sample)
         log = args.testdir / f".{name}.log.jsonl"
         t0 = time.monotonic()
-        env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1", "TPURS_FALLBACK": "error"}
-        harness.run_file(args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, log)
-        entries = read_log(log)
-        control = None
+        runs = [({"PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1", "TPURS_FALLBACK": "error"}, log)]
         if args.control:
             cpu_log = args.testdir / f".{name}.cpu.log.jsonl"
             env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-            env["TPURS_TEST_SAMPLE_AS_TPU"] = "1"
-            harness.run_file(args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, cpu_log)
-            control = {canonical(e["id"]): e["outcome"] for e in read_log(cpu_log)}
+            runs.append((dict(env, TPURS_TEST_SAMPLE_AS_TPU="1"), cpu_log))
+        # The cpu control runs beside the tpu run: each is one pytest process, mostly busy
+        # importing the file and collecting its tests.
+        with ThreadPoolExecutor(len(runs)) as pool:
+            jobs = [
+                pool.submit(harness.run_file, args.testdir, f"{name}.py", env, sample, args.timeout, args.wall, out)
+                for env, out in runs
+            ]
+            for job in jobs:
+                job.result()
+        entries = read_log(log)
+        control = {canonical(e["id"]): e["outcome"] for e in read_log(cpu_log)} if args.control else None
         s = summarize(entries, control)
         s.update(sample=sample, seconds=round(time.monotonic() - t0), tests=entries)
         results[name] = s

@@ -16,12 +16,16 @@
 //! for the first one's compile instead of compiling the same program again. A tier holds at
 //! most `TPURS_COMPILATION_CACHE_MAX_BYTES` (2 GiB for tier 2, 10 GiB for tier 3): after a
 //! write that exceeds it, the least recently used entries (loads refresh an entry's time),
-//! stale fingerprints first, are deleted down to 90% of it.
+//! stale fingerprints first, are deleted down to 90% of it. A process learns the tier's size
+//! by scanning it at its first write and counts its own writes after that; it scans again
+//! past the budget or after writing a tenth of it, so other processes' writes can take the
+//! tier that far over before one of them evicts.
 
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 use tpurs_pjrt::{Client, CompileOptions, LoadedExecutable};
@@ -41,6 +45,17 @@ struct Tier {
     dir: PathBuf,
     /// Bytes the root may hold; least recently used entries go first beyond it.
     max_bytes: u64,
+    /// What this process knows of the root's size (`None` before its first write): the
+    /// root is scanned again only past the budget or after a tenth of it was written, not
+    /// on every write (a scan reads every entry's metadata, and a cache holds thousands).
+    usage: Mutex<Option<Usage>>,
+}
+
+/// The root's size at the last scan plus this process's writes since.
+#[derive(Clone, Copy)]
+struct Usage {
+    bytes: u64,
+    written_since_scan: u64,
 }
 
 /// The on-disk tiers of the compile cache.
@@ -150,6 +165,7 @@ impl Tier {
             dir: root.join(fingerprint),
             root,
             max_bytes,
+            usage: Mutex::new(None),
         }
     }
 
@@ -215,7 +231,25 @@ impl Tier {
             let _ = fs::remove_file(&tmp);
             return;
         }
-        self.evict(key);
+        self.account(key, (HEADER + bytes.len()) as u64);
+    }
+
+    /// Adds a written entry to the known size, scanning the root (and evicting) on the
+    /// first write, past the budget, or once a tenth of the budget was written since the
+    /// last scan (other processes write to the same root).
+    fn account(&self, key: &str, len: u64) {
+        let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(u) = usage.as_mut() {
+            u.bytes += len;
+            u.written_since_scan += len;
+            if u.bytes <= self.max_bytes && u.written_since_scan <= self.max_bytes / 10 {
+                return;
+            }
+        }
+        *usage = Some(Usage {
+            bytes: self.evict(key),
+            written_since_scan: 0,
+        });
     }
 
     /// Marks an entry used (eviction goes by modification time).
@@ -227,7 +261,8 @@ impl Tier {
 
     /// Deletes least recently used entries (of every fingerprint, so stale versions go
     /// first) until the root holds at most 90% of its budget; `keep` is never deleted.
-    fn evict(&self, keep: &str) {
+    /// Returns the bytes the root holds after.
+    fn evict(&self, keep: &str) -> u64 {
         let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = fs::read_dir(&self.root)
             .into_iter()
             .flatten()
@@ -244,7 +279,7 @@ impl Tier {
             .collect();
         let mut total: u64 = entries.iter().map(|e| e.1).sum();
         if total <= self.max_bytes {
-            return;
+            return total;
         }
         entries.sort();
         let kept = self.path(keep);
@@ -256,6 +291,7 @@ impl Tier {
                 total -= len;
             }
         }
+        total
     }
 
     /// An exclusive lock covering `key`, held until the returned file is dropped: one of 256

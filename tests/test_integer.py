@@ -71,3 +71,42 @@ def test_unsigned_abs_and_sign():
     x = torch.tensor([0, 1, 7, 200, 255], dtype=torch.uint8)
     with no_fallback():
         check(lambda a: (torch.abs(a), torch.sign(a), torch.sgn(a), a.abs_()), x)
+
+
+def test_fills_with_numbers_past_int64_as_cpu():
+    # A Python int past int64's range is a uint64 number: uint64 and float tensors take it;
+    # other integer tensors refuse it with CPU's overflow error.
+    mask = torch.tensor([True, False, True])
+    index = torch.tensor([[2], [0]])
+    with no_fallback():
+        for v in (2**64 - 1, 2**63, 2**63 + 5):
+            for dtype in (torch.uint64, torch.float32, torch.float64, torch.complex64):
+                expected = torch.full((3,), v, dtype=dtype)
+                assert torch.equal(torch.full((3,), v, dtype=dtype, device="tpu").cpu(), expected)
+                assert torch.equal(torch.zeros(3, dtype=dtype, device="tpu").fill_(v).cpu(), expected)
+                got = torch.zeros(3, dtype=dtype, device="tpu").masked_fill_(mask.to("tpu"), v)
+                if dtype == torch.uint64:  # CPU has no uint64 masked_fill
+                    expected = torch.tensor([v, 0, v], dtype=dtype)
+                else:
+                    expected = torch.zeros(3, dtype=dtype).masked_fill_(mask, v)
+                assert torch.equal(got.cpu(), expected)
+                got = torch.zeros(2, 3, dtype=dtype, device="tpu").scatter_(1, index.to("tpu"), v)
+                assert torch.equal(got.cpu(), torch.zeros(2, 3, dtype=dtype).scatter_(1, index, v))
+        for dtype in (torch.int64, torch.int32, torch.uint32):
+            for device in ("cpu", "tpu"):
+                with pytest.raises(RuntimeError, match="without overflow"):
+                    torch.zeros(3, dtype=dtype, device=device).fill_(2**63 + 5)
+
+
+def test_deterministic_resize_fills_uint64_with_its_maximum():
+    # CPU fills the new elements with the type's largest value (test_torch's
+    # test_deterministic_resize).
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with no_fallback():
+            x = torch.zeros(2, dtype=torch.uint64, device="tpu")
+            x.resize_(5)
+            assert x[2:].cpu().tolist() == [2**64 - 1] * 3
+    finally:
+        torch.use_deterministic_algorithms(before)

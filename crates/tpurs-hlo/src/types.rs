@@ -218,6 +218,8 @@ pub enum Literal {
     Bool(bool),
     /// An integer (converted to the constant's type).
     Int(i64),
+    /// An unsigned integer past `i64`'s range (a uint64 number), converted the same way.
+    UInt(u64),
     /// A float (converted to the constant's type).
     Float(f64),
     /// A complex number: real and imaginary parts (a real type takes the real part).
@@ -230,6 +232,7 @@ impl Literal {
         match self {
             Literal::Bool(b) => b as i64 as f64,
             Literal::Int(i) => i as f64,
+            Literal::UInt(u) => u as f64,
             Literal::Float(x) | Literal::Complex(x, _) => x,
         }
     }
@@ -270,6 +273,8 @@ impl Literal {
                 let v = match self {
                     Literal::Bool(b) => b as i64,
                     Literal::Int(i) => i,
+                    // The bits, which wrap_int reads back as the unsigned value.
+                    Literal::UInt(u) => u as i64,
                     Literal::Float(x) | Literal::Complex(x, _) => x as i64,
                 };
                 wrap_int(v, dtype).to_string()

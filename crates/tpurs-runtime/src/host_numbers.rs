@@ -20,6 +20,8 @@ pub(crate) fn scalar_literal(a: &ScalarRef, dtype: DType) -> Literal {
         Literal::Float(a.f)
     } else if dtype == DType::Bool {
         Literal::Bool(a.i != 0)
+    } else if dtype == DType::U64 {
+        Literal::UInt(a.i as u64)
     } else {
         Literal::Int(a.i)
     }
@@ -95,6 +97,7 @@ pub(crate) fn scalar_bytes(dtype: DType, v: Literal) -> Vec<u8> {
     let f = v.as_f64();
     let i = match v {
         Literal::Int(i) => i,
+        Literal::UInt(u) => u as i64,
         Literal::Bool(b) => b as i64,
         Literal::Float(x) | Literal::Complex(x, _) => x as i64,
     };

@@ -295,6 +295,20 @@ TpursArg scalar_arg(const c10::Scalar& s) {
   return a;
 }
 
+// The value of a fill op (`scalar_fill_arg`), already checked against the tensor's type. A
+// Python int past int64's range is a uint64 Scalar, which only uint64 and floating tensors
+// take: it travels as a uint64 number (its bits in `i`).
+TpursArg fill_value_arg(const c10::IValue& v) {
+  const c10::Scalar s = v.toScalar();
+  if (s.type() != at::kUInt64) return scalar_arg(s);
+  TpursArg a{};
+  a.kind = TPURS_SCALAR;
+  a.wrapped = 1;
+  a.dtype = static_cast<int32_t>(at::kUInt64);
+  a.i = static_cast<int64_t>(s.toUInt64());
+  return a;
+}
+
 // CPU's warning for `random_(from, to)` on a float tensor whose bounds lie past the
 // integers its type holds exactly (2^digits).
 void warn_float_random_range(c10::ArrayRef<c10::IValue> args) {
@@ -556,7 +570,10 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       break;
     }
   }
-  for (size_t i = 0; i < nargs; ++i) p.args.push_back(pack(args[i], d.hints[i], p));
+  for (size_t i = 0; i < nargs; ++i) {
+    const bool fill_value = static_cast<int32_t>(i) == d.fill_value_arg;
+    p.args.push_back(fill_value ? fill_value_arg(args[i]) : pack(args[i], d.hints[i], p));
+  }
   for (size_t k = 0; k < d.mutable_args.size(); ++k) {
     int32_t ai = d.mutable_args[k];
     const TpursArg& a = p.args[ai];

@@ -24,6 +24,7 @@ fn not_for(kernel: &str, dtype: DType) -> Error {
 fn lit_i64(v: Literal) -> i64 {
     match v {
         Literal::Int(i) => i,
+        Literal::UInt(u) => u as i64,
         Literal::Bool(b) => b as i64,
         Literal::Float(x) | Literal::Complex(x, _) => x as i64,
     }

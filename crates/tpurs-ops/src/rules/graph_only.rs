@@ -251,6 +251,7 @@ fn fill_dtype(ctx: &Ctx, dtype_arg: usize, value_arg: usize) -> Result<DType> {
         Literal::Complex(..) => ctx.default_float().to_complex(),
         Literal::Float(_) => ctx.default_float(),
         Literal::Int(_) => DType::I64,
+        Literal::UInt(_) => DType::U64,
         Literal::Bool(_) => DType::Bool,
     })
 }

@@ -477,6 +477,27 @@ def test_max_unpool(dims):
         check(lambda v, i: unpool(v, i, 2).sum() * 2, values.requires_grad_(), indices, grad=True)
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_alerts_under_deterministic_algorithms_as_cpu(dims):
+    # Repeated indices leave the written value undefined: CPU raises its nondeterminism
+    # alert (a warning with warn_only=True) under torch.use_deterministic_algorithms.
+    unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[dims - 1]
+    name = "max_unpooling3d_forward_out" if dims == 3 else "max_unpooling2d_forward_out"
+    x = torch.randn((1, 1) + (4,) * dims)
+    indices = torch.zeros_like(x, dtype=torch.long)
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        for device in ("cpu", "tpu"):
+            torch.use_deterministic_algorithms(True)
+            with no_fallback(), pytest.raises(RuntimeError, match=f"{name} does not have a deterministic"):
+                unpool(x.to(device), indices.to(device), 3, 1)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            with no_fallback(), pytest.warns(UserWarning, match=f"{name} does not have a deterministic"):
+                unpool(x.to(device), indices.to(device), 3, 1)
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 3, 7, 9), (3, 4)), ((3, 5, 5), (5, 2)), ((1, 2, 8, 8), (1, 1)), ((2, 2, 5, 6, 7), (2, 3, 4))],

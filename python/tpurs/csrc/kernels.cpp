@@ -47,6 +47,9 @@ struct OpDesc {
   bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
   bool warns_degrees_of_freedom = false;  // var / std (and _mean): correction >= reduced count
   int32_t fill_value_arg = -1;  // a Scalar written into self, which must fit its type (CPU's Scalar::to)
+  // The name CPU's nondeterminism alert gives the op under torch.use_deterministic_algorithms,
+  // or null: max_unpool writes repeated indices in no defined order.
+  const char* nondeterministic = nullptr;
 };
 
 // In-place ops that are not pointwise but check their written tensor like CPU PyTorch's
@@ -160,6 +163,8 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   d.warns_degrees_of_freedom =
       variances.count(schema.name()) > 0 && schema.overload_name().rfind("correction", 0) == 0;
   d.fill_value_arg = scalar_fill_arg(schema);
+  if (schema.name() == "aten::max_unpool2d") d.nondeterministic = "max_unpooling2d_forward_out";
+  if (schema.name() == "aten::max_unpool3d") d.nondeterministic = "max_unpooling3d_forward_out";
   // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
   // TensorIterator refuses it); moving the small index costs one copy.
   const bool movable_index = schema.name() == "aten::index_fill" || schema.name() == "aten::index_fill_";
@@ -561,6 +566,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   auto args = torch::jit::last(*stack, nargs);
 
   if (d.fill_value_arg >= 0) check_fill_value(args, d.fill_value_arg);
+  if (d.nondeterministic) at::globalContext().alertNotDeterministic(d.nondeterministic);
   Packer& p = packer;
   p.reset();
   // The first pass finds the device so that a CPU tensor is reported against it.

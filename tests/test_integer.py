@@ -92,6 +92,16 @@ def test_fills_with_numbers_past_int64_as_cpu():
                 assert torch.equal(got.cpu(), expected)
                 got = torch.zeros(2, 3, dtype=dtype, device="tpu").scatter_(1, index.to("tpu"), v)
                 assert torch.equal(got.cpu(), torch.zeros(2, 3, dtype=dtype).scatter_(1, index, v))
+        # Comparisons cast the number to the common type, as CPU does (int64 sees 2**64 - 1
+        # as -1).
+        for dtype in (torch.uint64, torch.int64, torch.float64):
+            x = torch.tensor([0, 1, -1, 2**62]).to(dtype)
+            if dtype == torch.uint64:
+                x = torch.tensor([0, 2**63, 2**64 - 1, 5], dtype=dtype)
+            ops = (torch.eq, torch.ne) if dtype == torch.uint64 else (torch.eq, torch.ne, torch.lt, torch.ge)
+            for v in (2**64 - 1, 2**63):
+                for op in ops:  # CPU orders no uint64 values
+                    assert torch.equal(op(x.to("tpu"), v).cpu(), op(x, v)), (dtype, v, op)
         for dtype in (torch.int64, torch.int32, torch.uint32):
             for device in ("cpu", "tpu"):
                 with pytest.raises(RuntimeError, match="without overflow"):

@@ -47,6 +47,9 @@ struct OpDesc {
   bool warns_float_random = false;    // random_.from: CPU warns past a float's exact integers
   bool warns_degrees_of_freedom = false;  // var / std (and _mean): correction >= reduced count
   int32_t fill_value_arg = -1;  // a Scalar written into self, which must fit its type (CPU's Scalar::to)
+  // The Scalar argument that may be a uint64 number (past int64's range), or -1: a fill's
+  // value (checked above), or the number a comparison casts to the common type as CPU does.
+  int32_t wide_number_arg = -1;
   // The name CPU's nondeterminism alert gives the op under torch.use_deterministic_algorithms,
   // or null: max_unpool writes repeated indices in no defined order.
   const char* nondeterministic = nullptr;
@@ -163,6 +166,10 @@ OpDesc describe(const c10::FunctionSchema& schema, uint32_t id, bool pointwise) 
   d.warns_degrees_of_freedom =
       variances.count(schema.name()) > 0 && schema.overload_name().rfind("correction", 0) == 0;
   d.fill_value_arg = scalar_fill_arg(schema);
+  static const std::set<std::string> comparisons = {"aten::eq", "aten::ne", "aten::lt",
+                                                    "aten::le", "aten::gt", "aten::ge"};
+  const bool compares_number = comparisons.count(schema.name()) > 0 && schema.overload_name().rfind("Scalar", 0) == 0;
+  d.wide_number_arg = compares_number ? 1 : d.fill_value_arg;
   if (schema.name() == "aten::max_unpool2d") d.nondeterministic = "max_unpooling2d_forward_out";
   if (schema.name() == "aten::max_unpool3d") d.nondeterministic = "max_unpooling3d_forward_out";
   // index_fill takes a CPU index on CPU and in PyTorch's device-generic tests (CUDA's
@@ -300,10 +307,9 @@ TpursArg scalar_arg(const c10::Scalar& s) {
   return a;
 }
 
-// The value of a fill op (`scalar_fill_arg`), already checked against the tensor's type. A
-// Python int past int64's range is a uint64 Scalar, which only uint64 and floating tensors
-// take: it travels as a uint64 number (its bits in `i`).
-TpursArg fill_value_arg(const c10::IValue& v) {
+// A number argument that may be past int64's range (`wide_number_arg`): a Python int there
+// is a uint64 Scalar, and travels as a uint64 number (its bits in `i`).
+TpursArg wide_number_arg(const c10::IValue& v) {
   const c10::Scalar s = v.toScalar();
   if (s.type() != at::kUInt64) return scalar_arg(s);
   TpursArg a{};
@@ -577,8 +583,8 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   for (size_t i = 0; i < nargs; ++i) {
-    const bool fill_value = static_cast<int32_t>(i) == d.fill_value_arg;
-    p.args.push_back(fill_value ? fill_value_arg(args[i]) : pack(args[i], d.hints[i], p));
+    const bool wide = static_cast<int32_t>(i) == d.wide_number_arg;
+    p.args.push_back(wide ? wide_number_arg(args[i]) : pack(args[i], d.hints[i], p));
   }
   for (size_t k = 0; k < d.mutable_args.size(); ++k) {
     int32_t ai = d.mutable_args[k];

@@ -283,7 +283,9 @@ void match_layout(const OpDesc& d, c10::ArrayRef<c10::IValue> args, std::vector<
   }
 }
 
-TpursArg scalar_arg(const c10::Scalar& s) {
+// `wide`: a Python int past int64's range (a uint64 Scalar) travels as a uint64 number, its
+// bits in `i`, instead of raising toLong's overflow error (see `wide_number_arg`).
+TpursArg scalar_arg(const c10::Scalar& s, bool wide = false) {
   TpursArg a{};
   a.kind = TPURS_SCALAR;
   a.wrapped = 1;
@@ -293,6 +295,9 @@ TpursArg scalar_arg(const c10::Scalar& s) {
   } else if (s.isBoolean()) {
     a.dtype = static_cast<int32_t>(at::kBool);
     a.i = s.toBool();
+  } else if (wide && s.type() == at::kUInt64) {
+    a.dtype = static_cast<int32_t>(at::kUInt64);
+    a.i = static_cast<int64_t>(s.toUInt64());
   } else if (s.isIntegral(false)) {
     a.dtype = static_cast<int32_t>(at::kLong);
     a.i = s.toLong();
@@ -304,19 +309,6 @@ TpursArg scalar_arg(const c10::Scalar& s) {
     a.f = z.real();
     a.im = z.imag();
   }
-  return a;
-}
-
-// A number argument that may be past int64's range (`wide_number_arg`): a Python int there
-// is a uint64 Scalar, and travels as a uint64 number (its bits in `i`).
-TpursArg wide_number_arg(const c10::IValue& v) {
-  const c10::Scalar s = v.toScalar();
-  if (s.type() != at::kUInt64) return scalar_arg(s);
-  TpursArg a{};
-  a.kind = TPURS_SCALAR;
-  a.wrapped = 1;
-  a.dtype = static_cast<int32_t>(at::kUInt64);
-  a.i = static_cast<int64_t>(s.toUInt64());
   return a;
 }
 
@@ -584,7 +576,7 @@ void run_table_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   for (size_t i = 0; i < nargs; ++i) {
     const bool wide = static_cast<int32_t>(i) == d.wide_number_arg;
-    p.args.push_back(wide ? wide_number_arg(args[i]) : pack(args[i], d.hints[i], p));
+    p.args.push_back(wide ? scalar_arg(args[i].toScalar(), true) : pack(args[i], d.hints[i], p));
   }
   for (size_t k = 0; k < d.mutable_args.size(); ++k) {
     int32_t ai = d.mutable_args[k];

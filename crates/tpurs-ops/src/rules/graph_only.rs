@@ -251,7 +251,10 @@ fn fill_dtype(ctx: &Ctx, dtype_arg: usize, value_arg: usize) -> Result<DType> {
         Literal::Complex(..) => ctx.default_float().to_complex(),
         Literal::Float(_) => ctx.default_float(),
         Literal::Int(_) => DType::I64,
-        Literal::UInt(_) => DType::U64,
+        // CPU infers int64 for an int, which such a number overflows.
+        Literal::UInt(_) => {
+            return runtime("value cannot be converted to type int64_t without overflow")
+        }
         Literal::Bool(_) => DType::Bool,
     })
 }
